@@ -1,0 +1,178 @@
+"""The ``l4`` command line.  Every command is a thin layer over a library function of the
+same name, so what the CLI does a script can do too (and the other way round)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="l4: why did this distributed training job fail? Culprit node, failure-indicating "
+    "events, stage, iteration and known root cause, from the job's logs alone.",
+)
+
+
+class Fmt(str, Enum):
+    text = "text"
+    json = "json"
+
+
+class ParseFmt(str, Enum):
+    jsonl = "jsonl"
+    text = "text"
+
+
+def _fail(msg: str, code: int = 2) -> None:
+    typer.echo(f"error: {msg}", err=True)
+    raise typer.Exit(code)
+
+
+@app.command()
+def diagnose(
+    job: Path = typer.Argument(..., help="failed job directory (JOB/logs/**, JOB/job.json)"),
+    baseline: list[Path] = typer.Option(
+        [], "--baseline", "-b", help="successful job of the same configuration (repeatable)"
+    ),
+    fmt: Fmt = typer.Option(Fmt.text, "--format", "-f", help="text (readable) or json (contract)"),
+    kb: Path | None = typer.Option(None, "--kb", envvar="L4_KB", help="knowledge-base file"),
+    templates: Path | None = typer.Option(
+        None, "--templates", envvar="L4_TEMPLATES", help="template store file"
+    ),
+    no_kb: bool = typer.Option(False, "--no-kb", help="skip root-cause matching and recording"),
+    no_prefect: bool = typer.Option(
+        False, "--no-prefect", envvar="L4_NO_PREFECT",
+        help="run the engine directly instead of the diagnose-job Prefect flow",
+    ),
+    workers: int | None = typer.Option(None, "--workers", help="parallel scan processes"),
+) -> None:
+    """Diagnose a failed job: ranked nodes, events, stage, iterations, root causes."""
+    from l4.ingest import JobError
+
+    try:
+        report = run_diagnosis(
+            job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
+            use_prefect=not no_prefect, workers=workers,
+        )
+    except JobError as exc:
+        _fail(str(exc))
+        return
+    if fmt == Fmt.json:
+        sys.stdout.write(json.dumps(report, default=str) + "\n")
+    else:
+        from l4.report import render_text
+
+        typer.echo(render_text(report))
+
+
+def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
+                  templates: Path | None = None, use_kb: bool = True,
+                  use_prefect: bool = False, workers: int | None = None) -> dict:
+    """What ``l4 diagnose`` does: the flow when Prefect is wanted, else the same steps inline."""
+    if use_prefect:
+        try:
+            from flows.diagnose import diagnose_job_cli
+        except ImportError:
+            diagnose_job_cli = None
+        if diagnose_job_cli is not None:
+            return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
+                                    use_kb=use_kb, workers=workers)
+    from l4.pipeline import diagnose_and_record
+
+    return diagnose_and_record(job, baselines, kb=kb, templates=templates, use_kb=use_kb,
+                               workers=workers)
+
+
+@app.command()
+def parse(
+    file: Path = typer.Argument(..., help="one log file (plain or .gz)"),
+    fmt: ParseFmt = typer.Option(ParseFmt.jsonl, "--format", "-f"),
+    templates: Path | None = typer.Option(
+        None, "--templates", envvar="L4_TEMPLATES", help="template store file (default: in memory)"
+    ),
+) -> None:
+    """Parse one file: one {"line", "template_id", "template"} object per input line."""
+    from l4.parse import parse_file
+
+    if not file.exists():
+        _fail(f"{file} does not exist")
+    for rec in parse_file(file, store_path=templates):
+        if fmt == ParseFmt.jsonl:
+            sys.stdout.write(json.dumps(rec) + "\n")
+        else:
+            sys.stdout.write(f"{rec['line']}\t{rec['template_id']}\t{rec['template']}\n")
+
+
+@app.command()
+def learn(
+    job: Path = typer.Argument(..., help="a successful job directory"),
+    config_id: str | None = typer.Option(None, "--config-id", help="override job.json config_id"),
+    kb: Path | None = typer.Option(None, "--kb", envvar="L4_KB"),
+    templates: Path | None = typer.Option(None, "--templates", envvar="L4_TEMPLATES"),
+) -> None:
+    """Add a successful job's events to the normal pool of its configuration."""
+    from l4.ingest import JobError
+    from l4.pipeline import learn_normal
+
+    try:
+        summary = learn_normal(job, config_id=config_id, kb=kb, templates=templates)
+    except (JobError, ValueError) as exc:
+        _fail(str(exc))
+        return
+    typer.echo(
+        f"learned {summary['events']} events from {summary['job_id']} "
+        f"into the normal pool of {summary['config_id']}"
+    )
+
+
+@app.command()
+def simulate(
+    out: Path = typer.Argument(..., help="output directory"),
+    seed: int = typer.Option(0, "--seed"),
+    framework: str | None = typer.Option(None, "--framework"),
+    nodes: int | None = typer.Option(None, "--nodes"),
+    iterations: int | None = typer.Option(None, "--iterations"),
+    fault: str | None = typer.Option(None, "--fault"),
+    baselines: int = typer.Option(2, "--baselines"),
+    bytes_per_node: int | None = typer.Option(None, "--bytes-per-node"),
+) -> None:
+    """Write a realistic failed job, successful baselines and truth.json (ground truth)."""
+    from l4.simulate import simulate_case
+
+    try:
+        truth = simulate_case(out, seed, framework=framework, n_nodes=nodes,
+                              iterations=iterations, fault=fault, n_baselines=baselines,
+                              bytes_per_node=bytes_per_node)
+    except ValueError as exc:
+        _fail(str(exc))
+        return
+    typer.echo(
+        f"wrote {out}/failed ({truth['n_nodes']} nodes, {truth['framework']}, fault "
+        f"{truth['fault']['id']}) and {baselines} baseline(s); truth in {out}/truth.json"
+    )
+
+
+def _register_optional() -> None:
+    """Commands that live in their own modules (knowledge base, orchestration)."""
+    for module in ("l4.cli_kb", "l4.cli_flows"):
+        try:
+            mod = __import__(module, fromlist=["register"])
+        except ImportError:
+            continue
+        mod.register(app)
+
+
+_register_optional()
+
+
+def main() -> None:  # pragma: no cover
+    app()
+
+
+if __name__ == "__main__":  # python -m l4.cli
+    app()

@@ -1,0 +1,84 @@
+"""Failure-indicating events: the unusual events worth an SRE's attention, ranked.
+
+An event qualifies when the cross-job filter kept it (healthy jobs do not explain it) and it
+either reads like trouble or sits on the suspected culprit.  Events on the culprit rank
+above the symptoms every victim logs; among them, wording (severity), novelty and how far
+the count exceeds healthy expectations decide.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from l4.crossjob import CrossJobResult
+from l4.merge import ParsedJob
+from l4.spatial import NodeScore
+
+MAX_EVENTS = 25
+MAX_EXAMPLES = 3
+
+
+@dataclass
+class Indicator:
+    event_id: int
+    template: str
+    score: float
+    nodes: list[str]
+    count: int
+    examples: list[dict] = field(default_factory=list)
+    symptom: bool = False
+
+
+def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
+                  max_events: int = MAX_EVENTS) -> list[Indicator]:
+    """Rank the kept events (see module docstring)."""
+    if not ranked or not cross.kept.any():
+        return []
+    row = {n: i for i, n in enumerate(job.nodes)}
+    top = row[ranked[0].node]
+    top_set = {row[s.node] for s in ranked[: min(3, len(ranked))] if s.score > 0}
+    n = max(job.n_nodes, 1)
+    out: list[Indicator] = []
+    for c in np.nonzero(cross.kept)[0].tolist():
+        anom_nodes = np.nonzero(cross.anomalous[:, c])[0]
+        sev = float(cross.severity[c])
+        on_top = bool(cross.anomalous[top, c])
+        share = len(anom_nodes) / n
+        if sev <= 0 and not (on_top and share <= 0.5 and cross.novel[c]):
+            continue
+        if sev < 0.5 and not on_top:
+            continue
+        excess = float(cross.excess[anom_nodes, c].max()) if len(anom_nodes) else 0.0
+        score = (0.3 + sev) * (1.0 if cross.novel[c] else 0.75) * (1.0 + np.log1p(excess) / 10)
+        if on_top:
+            score *= 2.0
+        elif set(anom_nodes.tolist()) & top_set:
+            score *= 1.4
+        symptom = (not on_top) and share >= 0.5
+        present = np.nonzero(job.counts[:, c])[0]
+        ordered = sorted(present.tolist(), key=lambda i: (i != top, i not in top_set, job.nodes[i]))
+        examples = []
+        for i in ordered[:MAX_EXAMPLES]:
+            ex = job.examples[i].get(c)
+            if ex is None:
+                continue
+            line, text, ctx = ex
+            item = {"file": job.files[i], "line": int(line), "node": job.nodes[i], "text": text}
+            if ctx:
+                item["context"] = ctx
+            examples.append(item)
+        out.append(
+            Indicator(
+                event_id=int(job.event_ids[c]),
+                template=job.templates[c],
+                score=round(float(score), 4),
+                nodes=[job.nodes[i] for i in present.tolist()],
+                count=int(job.counts[:, c].sum()),
+                examples=examples,
+                symptom=symptom,
+            )
+        )
+    out.sort(key=lambda e: (-e.score, e.template))
+    return out[:max_events]

@@ -1,0 +1,124 @@
+"""Masking made for training logs: one function shared by the fast path and plain drain3.
+
+The fast parser collapses every digit to ``0`` (``bytes.translate``, gigabytes per second)
+before it groups lines, and masks each *distinct* collapsed line once.  That is only
+correct if masking cannot tell ``7`` from ``0``; every rule here therefore uses digit
+*classes* (never a particular digit) and replaces whole digit-bearing tokens, so that
+``mask_line(x) == mask_line(collapse_digits(x))`` for every ``x`` (a property test holds
+us to it).  Plain drain3 fed ``mask_line(raw)`` and the fast path then see the same text.
+"""
+
+from __future__ import annotations
+
+import re
+
+WILDCARD = "<*>"
+
+#: bytes.translate table mapping the ten ASCII digits to ``0``.
+DIGIT_TABLE = bytes.maketrans(b"123456789", b"000000000")
+_STR_DIGIT_TABLE = str.maketrans("123456789", "000000000")
+
+# Prefixes that say *who* wrote a line, not *what* happened: torchrun's [rank3]: and
+# [default3]:, Slurm --label "3: ", kubectl --prefix, mpirun [1,3]<stdout>:.
+_PREFIX_RE = re.compile(
+    r"^(?:"
+    r"\[(?:rank|default)\d+\]:\s?"
+    r"|\d+:\s"
+    r"|\[\d+,\d+\]<std(?:out|err)>:\s?"
+    r"|\[pod/[^\]\s]+\]\s"
+    r")+"
+)
+
+# Leading timestamps in the formats training stacks print (ISO, Megatron's
+# "[2024-05-01 12:00:00]", syslog "May  1 12:00:00", k8s RFC3339).
+_LEAD_TS_RE = re.compile(
+    r"^\[?\d{4}-\d\d-\d\d[T \-_]\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?\]?\s*"
+    r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+"
+)
+
+_RULES: list[tuple[re.Pattern[str], str]] = [
+    # timestamps anywhere (plog "2024-05-01-12:00:00.123.456", ISO, times)
+    (re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?"), "<TS>"),
+    (re.compile(r"(?<![\w\-:])\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TS>"),
+    # PCI ids 0000:3b:00.0 / 00000000:3B:00.0
+    (re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\b"), "<PCI>"),
+    # IPv4 with optional port / <port>
+    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?:[:<]\d+>?)?"), "<IP>"),
+    # IPv6-ish and MAC/GUID-like hex groups containing a digit
+    (re.compile(r"\b(?=[0-9a-fA-F:]*\d)[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{0,4}){3,7}\b"), "<HEX>"),
+    # hex literals and long hex strings (addresses, hashes)
+    (re.compile(r"\b\d[xX][0-9a-fA-F]+\b"), "<HEX>"),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<HEX>"),
+    # tensor shapes torch.Size([4096, 1024]) / [4096, 1024] / (8, 512)
+    (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>"),
+    (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>"),
+    # file system paths with at least two components
+    (re.compile(r"(?<![\w<>])(?:~|\.{1,2})?(?:/[\w.@%+=,\-]+){2,}/?"), "<PATH>"),
+    # host names that carry numbers: node-17, gpu-a100-03.cluster.local, ip-10-0-3-7
+    (re.compile(r"\b[A-Za-z][\w]*(?:-[\w]+)*-\d+[\w]*(?:\.[A-Za-z][\w\-]*)+\b"), "<HOST>"),
+    # any remaining token that carries a digit: numbers, floats, rank3, cuda:0, 1.2E+03
+    (re.compile(r"[\w.+\-]*\d[\w.+\-]*"), WILDCARD),
+]
+
+_SPACES_RE = re.compile(r"[ \t]+")
+
+
+def collapse_digits(text: str) -> str:
+    """Map every ASCII digit to ``0``; the fast path's cheap pre-grouping key."""
+    return text.translate(_STR_DIGIT_TABLE)
+
+
+def strip_prefix(line: str) -> str:
+    """Drop rank/launcher prefixes and a leading timestamp: they say who/when, not what."""
+    line = _PREFIX_RE.sub("", line, count=1)
+    line = _LEAD_TS_RE.sub("", line, count=1)
+    return _PREFIX_RE.sub("", line, count=1)
+
+
+def is_continuation(line: str) -> bool:
+    """A line that continues the record above it (traceback frames, indented dumps)."""
+    body = _PREFIX_RE.sub("", line, count=1)
+    return body[:1] in (" ", "\t") and body.strip() != ""
+
+
+def mask_line(line: str) -> str:
+    """The masked message of one raw line, as fed to drain3 (prefixes dropped)."""
+    body = strip_prefix(line.rstrip("\r\n"))
+    for pattern, repl in _RULES:
+        body = pattern.sub(repl, body)
+    return _SPACES_RE.sub(" ", body).strip()
+
+
+_NUM_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
+_ANY_TS_RE = _RULES[0][0]
+_CLOCK_RE = _RULES[1][0]
+
+
+def numbers_in(line: str) -> list[float]:
+    """Free-standing numbers of a raw line, timestamps excluded (for iteration markers)."""
+    body = strip_prefix(line)
+    body = _ANY_TS_RE.sub(" ", body)
+    body = _CLOCK_RE.sub(" ", body)
+    return [float(m.group(0)) for m in _NUM_RE.finditer(body)]
+
+
+def number_spans(line: str) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
+    """(timestamp span, spans of free-standing numbers) in ``line``'s own offsets.
+
+    Digit-class regexes give the same spans for a raw line and its digit-collapsed key, so
+    the layout of a key is computed once and every line of that key is sliced at the same
+    offsets (the fast path reads iteration numbers and timestamps without a regex per line).
+    """
+    ts = _ANY_TS_RE.search(line)
+    ts_span = ts.span() if ts else None
+    blocked: list[tuple[int, int]] = []
+    for rx in (_ANY_TS_RE, _CLOCK_RE):
+        blocked.extend(m.span() for m in rx.finditer(line))
+    prefix = len(line) - len(strip_prefix(line))
+    spans = []
+    for m in _NUM_RE.finditer(line, prefix):
+        a, b = m.span()
+        if any(x <= a < y for x, y in blocked):
+            continue
+        spans.append((a, b))
+    return ts_span, spans

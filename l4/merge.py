@@ -1,0 +1,150 @@
+"""Merge per-node scans into one job-wide event matrix over the shared template store.
+
+Each node's distinct masked shapes go through drain3 once (in a deterministic order), so the
+same event id names the same template on every node and in every job.  The result is plain
+arrays indexed ``[node, event]`` that the analysis stages read.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from l4.ingest import JobSpec
+from l4.scan import MarkerTrack, NodeScan
+from l4.templates import TemplateStore
+
+
+@dataclass
+class ParsedJob:
+    """A job as analysis sees it: nodes x events, per-node sequences and iteration markers."""
+
+    job_id: str
+    config_id: str | None
+    framework: str | None
+    root: str
+    nodes: list[str]
+    files: list[str]
+    event_ids: list[int]  # drain3 cluster id of each event column
+    templates: list[str]
+    counts: np.ndarray  # (nodes, events) int64
+    first_line: np.ndarray  # (nodes, events) 1-based, 0 when absent
+    last_line: np.ndarray
+    first_pos: np.ndarray  # record index of first occurrence, -1 when absent
+    first_ts: np.ndarray  # epoch seconds, nan when absent or unknown
+    seqs: list[np.ndarray]  # per node: event column of every record, in order
+    markers: list[dict[int, MarkerTrack]]  # per node: event column -> marker track
+    examples: list[dict[int, tuple[int, str, list[str]]]]  # per node: column -> (line, text, ctx)
+    n_lines: np.ndarray
+    n_records: np.ndarray
+    node_first_ts: np.ndarray
+    node_last_ts: np.ndarray
+    last_text: list[str]
+    status: list[str]
+    warnings: list[str] = field(default_factory=list)
+    file_info: list[dict] = field(default_factory=list)
+
+    @property
+    def n_nodes(self) -> int:
+        return len(self.nodes)
+
+    @property
+    def n_events(self) -> int:
+        return len(self.event_ids)
+
+    def column(self, event_id: int) -> int | None:
+        try:
+            return self.event_ids.index(event_id)
+        except ValueError:
+            return None
+
+
+def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore) -> ParsedJob:
+    """Feed every scan's shapes to ``store`` and build the job's event matrix."""
+    scans = sorted(scans, key=lambda s: s.rel)
+    col_of: dict[int, int] = {}
+    local_cols: list[np.ndarray] = []
+    for scan in scans:
+        cols = np.empty(len(scan.shapes), dtype=np.int64)
+        for i, shape in enumerate(scan.shapes):
+            cid = store.add(shape)
+            cols[i] = col_of.setdefault(cid, len(col_of))
+        local_cols.append(cols)
+    event_ids = list(col_of)
+    n, m = len(scans), len(event_ids)
+    counts = np.zeros((n, m), np.int64)
+    first_line = np.zeros((n, m), np.int64)
+    last_line = np.zeros((n, m), np.int64)
+    first_pos = np.full((n, m), -1, np.int64)
+    first_ts = np.full((n, m), math.nan)
+    seqs, markers, examples = [], [], []
+    for r, (scan, cols) in enumerate(zip(scans, local_cols, strict=True)):
+        if len(cols):
+            np.add.at(counts[r], cols, scan.counts)
+            # several shapes may share an event: keep the earliest first / latest last line
+            for i, c in enumerate(cols.tolist()):
+                fl = int(scan.first_line[i])
+                if first_line[r, c] == 0 or fl < first_line[r, c]:
+                    first_line[r, c] = fl
+                    first_pos[r, c] = int(scan.first_pos[i])
+                    first_ts[r, c] = scan.first_ts[i]
+                last_line[r, c] = max(last_line[r, c], int(scan.last_line[i]))
+        seqs.append(cols[scan.seq.astype(np.int64)] if scan.seq.size else np.zeros(0, np.int64))
+        ex: dict[int, tuple[int, str, list[str]]] = {}
+        for i, val in scan.examples.items():
+            c = int(cols[i])
+            if c not in ex or val[0] < ex[c][0]:
+                ex[c] = val
+        examples.append(ex)
+        mk: dict[int, MarkerTrack] = {}
+        for i, track in scan.markers.items():
+            c = int(cols[i])
+            if c in mk:  # two shapes of one event: merge tracks in line order
+                mk[c] = _merge_tracks(mk[c], track)
+            else:
+                mk[c] = track
+        markers.append(mk)
+    warnings = list(spec.warnings)
+    for scan in scans:
+        warnings.extend(scan.warnings)
+    return ParsedJob(
+        job_id=spec.job_id,
+        config_id=spec.config_id,
+        framework=spec.framework,
+        root=str(spec.root),
+        nodes=[s.node for s in scans],
+        files=[s.rel for s in scans],
+        event_ids=event_ids,
+        templates=[store.template(cid) for cid in event_ids],
+        counts=counts,
+        first_line=first_line,
+        last_line=last_line,
+        first_pos=first_pos,
+        first_ts=first_ts,
+        seqs=seqs,
+        markers=markers,
+        examples=examples,
+        n_lines=np.array([s.n_lines for s in scans], np.int64),
+        n_records=np.array([s.n_records for s in scans], np.int64),
+        node_first_ts=np.array([s.node_first_ts for s in scans], np.float64),
+        node_last_ts=np.array([s.node_last_ts for s in scans], np.float64),
+        last_text=[s.last_text for s in scans],
+        status=[s.status for s in scans],
+        warnings=warnings,
+        file_info=[
+            {"file": s.rel, "node": s.node, "lines": s.n_lines, "bytes": s.size,
+             "status": s.status, "error": s.error}
+            for s in scans
+        ],
+    )
+
+
+def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
+    order = np.argsort(np.array(a.lines + b.lines), kind="stable").tolist()
+    out = MarkerTrack(field_step=a.field_step, width=a.width)
+    for name in ("positions", "lines", "numbers", "ts"):
+        joined = getattr(a, name) + getattr(b, name)
+        setattr(out, name, [joined[i] for i in order])
+    return out

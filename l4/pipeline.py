@@ -1,0 +1,93 @@
+"""Diagnosis plus the knowledge base, without Prefect: what ``l4 diagnose --no-prefect``
+runs, and the same steps the ``diagnose-job`` flow runs as tasks."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from l4.engine import diagnose
+from l4.ingest import discover
+from l4.report import NO_KNOWN_PATTERN
+
+
+def _load_pool(config_id: str | None, kb: Path | None) -> list[dict] | None:
+    if not config_id:
+        return None
+    try:
+        from l4.kbstore import load_normal_rows
+    except ImportError:
+        return None
+    try:
+        rows = load_normal_rows(config_id, kb=kb)
+    except Exception as exc:  # a broken KB must not stop a diagnosis
+        print(f"warning: normal pool unavailable ({exc})")
+        return None
+    return rows or None
+
+
+def attach_root_causes(report: dict, *, kb: Path | None = None) -> dict:
+    """Match the report's events against the fault-pattern library (in place)."""
+    try:
+        from l4.rootcause import match_root_causes
+    except ImportError:
+        report["root_causes_status"] = "knowledge base not installed"
+        return report
+    try:
+        causes = match_root_causes(report.get("events", []), kb=kb)
+    except Exception as exc:
+        report.setdefault("warnings", []).append(f"root-cause matching failed: {exc}")
+        report["root_causes_status"] = f"matching failed: {exc}"
+        return report
+    report["root_causes"] = causes
+    report["root_causes_status"] = "matched" if causes else NO_KNOWN_PATTERN
+    return report
+
+
+def record(report: dict, *, kb: Path | None = None) -> dict:
+    """Store the diagnosis in the knowledge base as pending; adds ``diagnosis_id``."""
+    try:
+        from l4.kbstore import record_diagnosis
+    except ImportError:
+        return report
+    try:
+        report["diagnosis_id"] = record_diagnosis(report, kb=kb)
+    except Exception as exc:
+        report.setdefault("warnings", []).append(f"diagnosis not recorded: {exc}")
+    return report
+
+
+def diagnose_and_record(job: Path, baselines: list[Path], *, kb: Path | None = None,
+                        templates: Path | None = None, use_kb: bool = True,
+                        workers: int | None = None) -> dict:
+    """Engine + normal pool + root causes + recording, the whole manual run."""
+    spec_config = discover(job).config_id
+    pool = _load_pool(spec_config, kb) if use_kb else None
+    report = diagnose(job, baselines, store_path=templates, pool_rows=pool, workers=workers)
+    if use_kb:
+        attach_root_causes(report, kb=kb)
+        record(report, kb=kb)
+    return report
+
+
+def learn_normal(job: Path, *, config_id: str | None = None, kb: Path | None = None,
+                 templates: Path | None = None) -> dict:
+    """A successful job's events enter the normal pool of its configuration."""
+    from l4.crossjob import normal_rows
+    from l4.engine import parse_job, scan_files
+    from l4.kbstore import add_normal_job
+    from l4.templates import default_store_path, open_store
+
+    spec = discover(job)
+    if spec.status and spec.status not in ("succeeded", "success", "completed"):
+        raise ValueError(f"{job}: job.json says status={spec.status!r}; only successful jobs "
+                         "can teach what normal looks like")
+    cfg = config_id or spec.config_id
+    if not cfg:
+        raise ValueError(f"{job}: no config_id in job.json; pass --config-id")
+    scans = scan_files(spec.files)
+    with open_store(templates or os.environ.get("L4_TEMPLATES") or default_store_path()) as store:
+        parsed = parse_job(spec, scans, store)
+    rows = normal_rows(parsed)
+    add_normal_job(cfg, spec.job_id, rows, kb=kb)
+    return {"job_id": spec.job_id, "config_id": cfg, "events": len(rows)}

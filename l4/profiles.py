@@ -1,0 +1,127 @@
+"""Framework profiles: stage rules and iteration markers as data (``l4/profiles/*.yaml``).
+
+Adding a framework means adding a YAML file, not code.  A profile's rules come before the
+generic ones, so a framework can say precisely what its own lines mean.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import yaml
+
+STAGES = (
+    "initialization",
+    "data_loading",
+    "model_loading",
+    "training",
+    "checkpointing",
+    "evaluation",
+    "finalization",
+)
+#: stages that can only come before training starts
+EARLY = {"initialization", "data_loading", "model_loading"}
+# Which generic rule wins when several match: the more specific stage first.
+_GENERIC_ORDER = (
+    "finalization",
+    "checkpointing",
+    "evaluation",
+    "training",
+    "model_loading",
+    "data_loading",
+    "initialization",
+)
+PROFILE_DIR = Path(__file__).with_name("profiles")
+ALIASES = {
+    "megatron-lm": "megatron",
+    "megatron": "megatron",
+    "megatron-deepspeed": "megatron",
+    "deepspeed": "deepspeed",
+    "hf": "hf",
+    "huggingface": "hf",
+    "hf-trainer": "hf",
+    "accelerate": "hf",
+    "transformers": "hf",
+    "torchtitan": "torchtitan",
+    "titan": "torchtitan",
+    "mindspeed": "mindspeed",
+    "ascend": "mindspeed",
+    "torch_npu": "mindspeed",
+}
+
+
+@dataclass
+class Profile:
+    name: str
+    detect: list[re.Pattern[str]] = field(default_factory=list)
+    stage_rules: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
+    error_hints: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
+    iteration_markers: list[re.Pattern[str]] = field(default_factory=list)
+
+    def stage_of(self, template: str) -> str | None:
+        for stage, rx in self.stage_rules:
+            if rx.search(template):
+                return stage
+        return None
+
+    def hint_of(self, template: str) -> str | None:
+        for stage, rx in self.error_hints:
+            if rx.search(template):
+                return stage
+        return None
+
+    def is_marker(self, template: str) -> bool:
+        return any(rx.search(template) for rx in self.iteration_markers)
+
+
+def _compile(patterns: list[str]) -> list[re.Pattern[str]]:
+    return [re.compile(p, re.I) for p in patterns or []]
+
+
+def _rules(doc: dict, key: str, order: tuple[str, ...]) -> list[tuple[str, re.Pattern[str]]]:
+    section = doc.get(key) or {}
+    unknown = set(section) - set(STAGES)
+    if unknown:
+        raise ValueError(f"profile {doc.get('name')}: unknown stage(s) {sorted(unknown)}")
+    return [(stage, rx) for stage in order for rx in _compile(section.get(stage, []))]
+
+
+@lru_cache(maxsize=None)
+def load_profiles(directory: str | None = None) -> dict[str, Profile]:
+    """All profiles, each with the generic rules appended after its own."""
+    base = Path(directory) if directory else PROFILE_DIR
+    docs = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml"))}
+    generic = docs.pop("generic")
+    g_stages = _rules(generic, "stages", _GENERIC_ORDER)
+    g_hints = _rules(generic, "error_hints", _GENERIC_ORDER)
+    g_markers = _compile(generic.get("iteration_markers", []))
+    out = {"generic": Profile("generic", [], g_stages, g_hints, g_markers)}
+    for name, doc in docs.items():
+        out[name] = Profile(
+            name=name,
+            detect=_compile(doc.get("detect", [])),
+            stage_rules=_rules(doc, "stages", STAGES) + g_stages,
+            error_hints=_rules(doc, "error_hints", _GENERIC_ORDER) + g_hints,
+            iteration_markers=_compile(doc.get("iteration_markers", [])) + g_markers,
+        )
+    return out
+
+
+def choose_profile(templates: list[str], framework: str | None = None) -> Profile:
+    """The job's profile: as declared in job.json, else the one whose markers match most."""
+    profiles = load_profiles()
+    if framework:
+        key = ALIASES.get(framework.strip().lower())
+        if key in profiles:
+            return profiles[key]
+    best, best_hits = profiles["generic"], 0
+    for name, prof in profiles.items():
+        if name == "generic":
+            continue
+        hits = sum(1 for rx in prof.detect for t in templates if rx.search(t))
+        if hits > best_hits:
+            best, best_hits = prof, hits
+    return best

@@ -1,0 +1,133 @@
+"""The diagnosis report: the stable JSON contract other tools read, and its text rendering.
+
+Contract (fields are only ever added, never renamed or removed)::
+
+    {"job_id": str, "stage": str,
+     "nodes": [{"node": str, "score": float}, ...],          # every node, most suspicious first
+     "iterations": [{"iteration": int, "score": float}, ...], # most suspicious first; [] if none
+     "events": [{"template": str, "score": float, "nodes": [str], "count": int,
+                 "examples": [{"file": str, "line": int, "text": str}, ...]}, ...],
+     "root_causes": [...]}
+"""
+
+from __future__ import annotations
+
+import io
+import math
+
+from l4.crossjob import CrossJobResult
+from l4.indicators import Indicator
+from l4.merge import ParsedJob
+from l4.spatial import NodeScore
+from l4.temporal import TemporalResult
+
+SCHEMA_VERSION = 1
+NO_KNOWN_PATTERN = "no known pattern"
+
+
+def _num(x: float) -> float:
+    return round(float(x), 4) if math.isfinite(x) else 0.0
+
+
+def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
+                 temporal: TemporalResult, events: list[Indicator]) -> dict:
+    """Assemble the contract dict (root causes are added by the knowledge base)."""
+    return {
+        "schema": SCHEMA_VERSION,
+        "job_id": job.job_id,
+        "config_id": job.config_id,
+        "framework": temporal.profile,
+        "stage": temporal.stage,
+        "nodes": [{"node": s.node, "score": _num(s.score), "evidence": s.parts} for s in ranked],
+        "iterations": [{"iteration": int(it), "score": _num(sc)} for it, sc in temporal.iterations],
+        "events": [
+            {
+                "event_id": str(e.event_id),
+                "template": e.template,
+                "score": _num(e.score),
+                "nodes": e.nodes,
+                "count": e.count,
+                "symptom": e.symptom,
+                "examples": e.examples,
+            }
+            for e in events
+        ],
+        "root_causes": [],
+        "onset": {"node": temporal.onset_node, "line": temporal.onset_line},
+        "iteration_marker": temporal.marker_template,
+        "baseline": {
+            "used": cross.baseline_used or cross.pool_used,
+            "jobs": cross.baseline_jobs,
+            "pool": cross.pool_used,
+        },
+        "warnings": list(dict.fromkeys(job.warnings + cross.notes + temporal.notes)),
+        "files": job.file_info,
+        "stats": {
+            "nodes": job.n_nodes,
+            "lines": int(job.n_lines.sum()),
+            "events": job.n_events,
+            "kept_events": int(cross.kept.sum()),
+        },
+    }
+
+
+def render_text(report: dict, *, max_nodes: int = 5, max_events: int = 8) -> str:
+    """A readable summary for the terminal (rich markup-free plain text with rich tables)."""
+    from rich.console import Console
+    from rich.markup import escape as esc
+    from rich.table import Table
+
+    buf = io.StringIO()
+    console = Console(file=buf, width=110, force_terminal=False, color_system=None)
+    stats = report.get("stats", {})
+    console.print(
+        f"[bold]Job {esc(str(report.get('job_id')))}[/bold]  "
+        f"config={esc(str(report.get('config_id') or '-'))}  "
+        f"framework={report.get('framework') or '-'}  nodes={stats.get('nodes', '?')}  "
+        f"lines={stats.get('lines', '?')}"
+    )
+    base = report.get("baseline", {})
+    if base.get("used"):
+        src = ", ".join(base.get("jobs") or []) or "stored normal pool"
+        console.print(f"Baseline: {esc(src)}")
+    else:
+        console.print("Baseline: none used (within-job comparison only)")
+    console.print(f"Failure stage: [bold]{report.get('stage')}[/bold]")
+    its = report.get("iterations") or []
+    if its:
+        console.print(
+            "Suspicious iterations: " + ", ".join(str(i["iteration"]) for i in its[:5])
+        )
+    nodes = Table(title="Most suspicious nodes", show_lines=False)
+    nodes.add_column("#", justify="right")
+    nodes.add_column("node")
+    nodes.add_column("score", justify="right")
+    for i, n in enumerate(report.get("nodes", [])[:max_nodes], 1):
+        nodes.add_row(str(i), esc(n["node"]), f"{n['score']:.3f}")
+    console.print(nodes)
+    events = Table(title="Failure-indicating events", show_lines=False)
+    events.add_column("score", justify="right")
+    events.add_column("count", justify="right")
+    events.add_column("nodes", justify="right")
+    events.add_column("template / first example")
+    for e in report.get("events", [])[:max_events]:
+        ex = e["examples"][0] if e.get("examples") else None
+        where = f"\n  {ex['file']}:{ex['line']}" if ex else ""
+        events.add_row(f"{e['score']:.2f}", str(e["count"]), str(len(e["nodes"])),
+                       esc(e["template"][:200] + where))
+    console.print(events)
+    causes = report.get("root_causes") or []
+    if causes:
+        console.print("Suggested root causes:")
+        for rc in causes[:3]:
+            console.print(
+                f"  - {esc(str(rc.get('title')))} \\[{rc.get('category')}] "
+                f"(similarity {rc.get('similarity', 0):.2f}, id {rc.get('pattern_id')})"
+            )
+            if rc.get("action"):
+                console.print(f"    action: {esc(rc['action'])}")
+    elif "root_causes" in report and report.get("root_causes_status"):
+        console.print(f"Root cause: {esc(report['root_causes_status'])}")
+    for w in report.get("warnings", [])[:10]:
+        console.print(f"warning: {esc(w)}")
+    return buf.getvalue()

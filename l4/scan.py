@@ -1,0 +1,414 @@
+"""The fast path: one pass over one node file, grouping lines by masked shape.
+
+Training logs are extremely repetitive.  Instead of sending every line through regexes and
+drain3, a block of lines is digit-collapsed with ``bytes.translate``, split, and grouped with
+dict/numpy operations that run in C; the masking regexes run once per *distinct* collapsed
+line.  The result, :class:`NodeScan`, is small (distinct shapes, counts, first/last
+locations, one event id per record for the temporal analysis, and the iteration-marker
+candidates) and is what gets cached, shipped between processes and merged.
+
+``scan_node_file`` is a pure function of the file's bytes, so results can be cached by
+(path, size, mtime) and computed in parallel, one file per core.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from l4.ingest import NodeFile, ReadStats, read_blocks
+from l4.mask import DIGIT_TABLE, is_continuation, mask_line, number_spans, numbers_in
+from l4.timeparse import parse_ts, ts_from_layout, ts_layout
+
+#: occurrences kept per shape to decide whether it counts iterations
+N_SAMPLES = 8
+#: at most this many iteration-marker candidates per file
+MAX_MARKERS = 24
+_HEX_RUN = re.compile(rb"0x[0-9a-fA-F]+")
+#: context lines (traceback frames) kept after an example line
+MAX_CONTEXT = 30
+BINARY_SHAPE = "<BINARY>"
+
+
+@dataclass
+class MarkerTrack:
+    """Every occurrence of a shape whose numbers advance by a fixed step (a step counter)."""
+
+    positions: list[int] = field(default_factory=list)  # record index in the node's sequence
+    lines: list[int] = field(default_factory=list)  # 1-based line numbers
+    numbers: list[list[float]] = field(default_factory=list)  # [counting field] per line
+    ts: list[float] = field(default_factory=list)  # nan when the line has no timestamp
+    field_step: tuple[int, float] | None = None  # which number counts, and by how much
+    width: int = 0  # how many numbers each line carries
+
+
+@dataclass
+class NodeScan:
+    """Everything later stages need from one node file; small and picklable."""
+
+    node: str
+    rel: str
+    size: int = 0
+    mtime: float = 0.0
+    status: str = "ok"  # ok | empty | partial | error
+    error: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    n_lines: int = 0
+    n_records: int = 0
+    shapes: list[str] = field(default_factory=list)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    first_line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    last_line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    first_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    first_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    examples: dict[int, tuple[int, str, list[str]]] = field(default_factory=dict)
+    seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
+    markers: dict[int, MarkerTrack] = field(default_factory=dict)
+    node_first_ts: float = math.nan
+    node_last_ts: float = math.nan
+    last_text: str = ""
+
+
+def _decode(raw: bytes) -> str:
+    return raw.decode("utf-8", errors="replace")
+
+
+def _is_binary(text: str) -> bool:
+    if "\x00" in text:
+        return True
+    if not text:
+        return False
+    bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\r") or ch == "\ufffd")
+    return bad > 0.3 * len(text)
+
+
+class _Scanner:
+    """Mutable state of one file scan; only ``scan_node_file`` uses it."""
+
+    def __init__(self, nf: NodeFile):
+        self.nf = nf
+        self.key_index: dict[bytes, int] = {}
+        self.key_shape: list[int] = []  # key id -> shape id (-1 blank, -2 continuation, -3 binary)
+        self.shape_index: dict[str, int] = {}
+        self.shapes: list[str] = []
+        self.counts: list[int] = []
+        self.first_line: list[int] = []
+        self.last_line: list[int] = []
+        self.first_pos: list[int] = []
+        self.first_ts: list[float] = []
+        self.examples: dict[int, tuple[int, str, list[str]]] = {}
+        self.samples: dict[int, list[tuple[int, int, str]]] = {}  # shape -> [(pos, line, text)]
+        self.candidates: set[int] = set()
+        self.rejected: set[int] = set()
+        self.markers: dict[int, MarkerTrack] = {}
+        self.seq_parts: list[np.ndarray] = []
+        self.n_lines = 0
+        self.n_records = 0
+        self.binary_lines = 0
+        self.bad_utf8_keys: set[int] = set()
+        self.bad_utf8_lines = 0
+        self.first_ts_node = math.nan
+        self.last_ts_node = math.nan
+        self.last_text = ""
+        self.key_shape_arr = np.zeros(0, np.int64)
+        self.keys: list[bytes] = []
+        self.layouts: dict[int, tuple] = {}
+
+    # -- shapes -------------------------------------------------------------------------
+    def _add_key(self, key: bytes) -> int:
+        kid = len(self.key_shape)
+        self.key_index[key] = kid
+        self.keys.append(key)
+        text = _decode(key)
+        if "\ufffd" in text:
+            self.bad_utf8_keys.add(kid)
+        if not text.strip():
+            sid = -1
+        elif _is_binary(text):
+            sid = -3
+        elif is_continuation(text):
+            sid = -2
+        else:
+            shape = mask_line(text) or "<EMPTY>"
+            sid = self.shape_index.get(shape, -4)
+            if sid == -4:
+                sid = len(self.shapes)
+                self.shape_index[shape] = sid
+                self.shapes.append(shape)
+                self.counts.append(0)
+                self.first_line.append(0)
+                self.last_line.append(0)
+                self.first_pos.append(0)
+                self.first_ts.append(math.nan)
+        self.key_shape.append(sid)
+        return kid
+
+    # -- one block ------------------------------------------------------------------------
+    def feed(self, block: bytes) -> None:
+        coll = block.translate(DIGIT_TABLE)
+        if b"0x" in coll:
+            # Hex literals (addresses, comm ids) differ on every line; mask_line turns them
+            # into <HEX> whatever their digits, so collapsing them here changes no result.
+            coll = _HEX_RUN.sub(b"0x0", coll)
+        keys = coll.split(b"\n")
+        if keys and keys[-1] == b"":
+            keys.pop()
+        n = len(keys)
+        if n == 0:
+            return
+        index = self.key_index
+        new = [k for k in dict.fromkeys(keys) if k not in index]
+        for k in new:
+            self._add_key(k)
+        if new or len(self.key_shape_arr) != len(self.key_shape):
+            self.key_shape_arr = np.asarray(self.key_shape, dtype=np.int64)
+        kids = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=n)
+        sids = self.key_shape_arr[kids]
+        raw_lines: list[bytes] | None = None
+
+        if self.bad_utf8_keys:
+            bad = np.isin(kids, np.fromiter(self.bad_utf8_keys, np.int64))
+            self.bad_utf8_lines += int(bad.sum())
+        self.binary_lines += int((sids == -3).sum())
+
+        rec_mask = sids >= 0
+        rec_sids = sids[rec_mask]
+        rec_lines = np.nonzero(rec_mask)[0]  # block-relative line index of each record
+        line0 = self.n_lines  # lines before this block
+        pos0 = self.n_records
+        self.seq_parts.append(rec_sids.astype(np.uint32))
+        if rec_sids.size:
+            counts = np.bincount(rec_sids, minlength=len(self.shapes))
+            present = np.nonzero(counts)[0]
+            order = np.argsort(rec_sids, kind="stable")
+            starts = np.concatenate(([0], np.cumsum(counts[present])[:-1]))
+            for j, sid in enumerate(present.tolist()):
+                c = int(counts[sid])
+                seg_first = int(order[starts[j]])
+                seg_last = int(order[starts[j] + c - 1])
+                if self.counts[sid] == 0:
+                    self.first_line[sid] = line0 + int(rec_lines[seg_first]) + 1
+                    self.first_pos[sid] = pos0 + seg_first
+                    if raw_lines is None:
+                        raw_lines = block.split(b"\n")
+                    bl = int(rec_lines[seg_first])
+                    text = _decode(raw_lines[bl])
+                    self.first_ts[sid] = parse_ts(text)
+                    self.examples[sid] = (line0 + bl + 1, text[:2000], _context(raw_lines, bl, sids))
+                self.counts[sid] += c
+                self.last_line[sid] = line0 + int(rec_lines[seg_last]) + 1
+                if sid in self.rejected:
+                    continue
+                if raw_lines is None:
+                    raw_lines = block.split(b"\n")
+                self._track(
+                    sid, order[starts[j] : starts[j] + c], rec_lines, raw_lines, line0, pos0, kids
+                )
+        # node-level first/last timestamps (first lines and last lines only: cheap)
+        if math.isnan(self.first_ts_node):
+            if raw_lines is None:
+                raw_lines = block.split(b"\n")
+            for raw in raw_lines[:50]:
+                ts = parse_ts(_decode(raw))
+                if not math.isnan(ts):
+                    self.first_ts_node = ts
+                    break
+        if raw_lines is None:
+            tail = block[-16384:].split(b"\n")
+        else:
+            tail = raw_lines[-200:]
+        for raw in reversed(tail):
+            text = _decode(raw)
+            if text.strip():
+                self.last_text = text[:2000]
+                break
+        for raw in reversed(tail):
+            ts = parse_ts(_decode(raw))
+            if not math.isnan(ts):
+                self.last_ts_node = ts
+                break
+        self.n_lines += n
+        self.n_records += int(rec_sids.size)
+
+    def _track(self, sid, seg, rec_lines, raw_lines, line0, pos0, kids) -> None:
+        """Keep samples of a shape; once they show a step counter, record all its lines."""
+        if sid in self.candidates:
+            self._extend_track(self.markers[sid], seg, rec_lines, raw_lines, line0, pos0, kids)
+            return
+        samples = self.samples.setdefault(sid, [])
+        taken = 0
+        for r in seg.tolist():
+            if len(samples) >= N_SAMPLES:
+                break
+            bl = int(rec_lines[r])
+            samples.append((pos0 + r, line0 + bl + 1, _decode(raw_lines[bl])))
+            taken += 1
+        if len(samples) < 4:
+            return
+        if not _is_step_counter([numbers_in(t) for _, _, t in samples]):
+            if len(samples) >= N_SAMPLES:
+                self.rejected.add(sid)
+                self.samples.pop(sid, None)
+            return
+        if len(self.candidates) >= MAX_MARKERS:
+            self.rejected.add(sid)
+            return
+        self.candidates.add(sid)
+        rows = [numbers_in(t) for _, _, t in samples]
+        fs = step_field(rows)
+        track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
+        for (pos, line, text), row in zip(samples, rows, strict=True):
+            track.positions.append(pos)
+            track.lines.append(line)
+            track.numbers.append([row[fs[0]]])
+            track.ts.append(parse_ts(text))
+        self.markers[sid] = track
+        del self.samples[sid]
+        rest = seg[taken:]
+        if rest.size:
+            self._track(sid, rest, rec_lines, raw_lines, line0, pos0, kids)
+
+    def _layout(self, kid: int) -> tuple:
+        lay = self.layouts.get(kid)
+        if lay is None:
+            text = self.keys[kid].decode("latin-1")
+            _, spans = number_spans(text)
+            lay = (ts_layout(text), spans)
+            self.layouts[kid] = lay
+        return lay
+
+    def _extend_track(self, track, seg, rec_lines, raw_lines, line0, pos0, kids) -> None:
+        """Append a block's occurrences of a marker shape, without a regex per line.
+
+        All lines of one digit-collapsed key have the same byte layout, so the timestamp and
+        the counting field are sliced at the key's offsets and converted by numpy in bulk.
+        Only the counting field is kept: it names the iteration; the rest can be re-read
+        from the file at the recorded line if ever needed.
+        """
+        bls = rec_lines[seg]
+        track.positions.extend((pos0 + seg).tolist())
+        track.lines.extend((line0 + bls + 1).tolist())
+        line_kids = kids[bls]
+        n = len(bls)
+        ts = np.full(n, np.nan)
+        vals = np.full(n, np.nan)
+        j = track.field_step[0] if track.field_step else 0
+        for kid in np.unique(line_kids).tolist():
+            sel = np.nonzero(line_kids == kid)[0]
+            lines = [raw_lines[b] for b in bls[sel].tolist()]
+            if b"0x0" in self.keys[kid]:
+                # hex runs were shortened in the key: offsets differ line to line
+                texts = [_decode(x) for x in lines]
+                ts[sel] = [parse_ts(t) for t in texts]
+                vals[sel] = [(numbers_in(t)[j:j + 1] or [np.nan])[0] for t in texts]
+                continue
+            ts_lay, spans = self._layout(kid)
+            if ts_lay is not None:
+                ts[sel] = ts_from_layout(lines, ts_lay)
+            if j < len(spans):
+                a, b = spans[j]
+                col = np.array([x[a:b] for x in lines], dtype="S")
+                try:
+                    vals[sel] = col.astype(np.float64)
+                except ValueError:
+                    vals[sel] = [_to_float(v) for v in col.tolist()]
+        track.ts.extend(ts.tolist())
+        track.numbers.extend([[v] for v in vals.tolist()])
+
+    def result(self, stats: ReadStats, size: int, mtime: float) -> NodeScan:
+        scan = NodeScan(node=self.nf.node, rel=self.nf.rel, size=size, mtime=mtime)
+        scan.n_lines = self.n_lines
+        scan.n_records = self.n_records
+        scan.shapes = self.shapes
+        scan.counts = np.asarray(self.counts, dtype=np.int64)
+        scan.first_line = np.asarray(self.first_line, dtype=np.int64)
+        scan.last_line = np.asarray(self.last_line, dtype=np.int64)
+        scan.first_pos = np.asarray(self.first_pos, dtype=np.int64)
+        scan.first_ts = np.asarray(self.first_ts, dtype=np.float64)
+        scan.examples = self.examples
+        scan.seq = (
+            np.concatenate(self.seq_parts) if self.seq_parts else np.zeros(0, np.uint32)
+        )
+        scan.markers = self.markers
+        scan.node_first_ts = self.first_ts_node
+        scan.node_last_ts = self.last_ts_node
+        scan.last_text = self.last_text
+        if stats.error:
+            scan.status = "partial" if self.n_lines else "error"
+            scan.error = stats.error
+            scan.warnings.append(f"{self.nf.rel}: {stats.error}; kept {self.n_lines} lines read before")
+        elif self.n_records == 0:
+            scan.status = "empty"
+            scan.warnings.append(f"{self.nf.rel}: no log records (empty or blank file)")
+        if self.bad_utf8_lines:
+            scan.warnings.append(
+                f"{self.nf.rel}: {self.bad_utf8_lines} lines are not valid UTF-8 "
+                "(decoded with replacement characters)"
+            )
+        if self.binary_lines:
+            scan.warnings.append(f"{self.nf.rel}: {self.binary_lines} lines of binary data skipped")
+        if stats.long_lines:
+            scan.warnings.append(
+                f"{self.nf.rel}: {stats.long_lines} lines longer than 4096 bytes were cut"
+            )
+        return scan
+
+
+def _to_float(v: bytes) -> float:
+    try:
+        return float(v)
+    except ValueError:
+        return float("nan")
+
+
+def _context(raw_lines: list[bytes], bl: int, sids: np.ndarray) -> list[str]:
+    """Continuation lines (traceback frames) that follow an example line in its block."""
+    out: list[str] = []
+    j = bl + 1
+    while j < len(sids) and sids[j] == -2 and len(out) < MAX_CONTEXT:
+        out.append(_decode(raw_lines[j])[:500])
+        j += 1
+    return out
+
+
+def _is_step_counter(rows: list[list[float]]) -> bool:
+    """True when some numeric field advances by one fixed positive step in every sample."""
+    return step_field(rows) is not None
+
+
+def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
+    """(field index, step) of the first integer field that advances by a fixed step."""
+    if len(rows) < 3:
+        return None
+    width = min(len(r) for r in rows)
+    for j in range(width):
+        vals = [r[j] for r in rows]
+        if any(v != int(v) for v in vals):
+            continue
+        diffs = {vals[i + 1] - vals[i] for i in range(len(vals) - 1)}
+        if len(diffs) == 1:
+            d = diffs.pop()
+            if d > 0:
+                return j, d
+    return None
+
+
+def scan_node_file(nf: NodeFile) -> NodeScan:
+    """Scan one node file (see module docstring).  Never raises for bad content."""
+    try:
+        st = os.stat(nf.path)
+        size, mtime = st.st_size, st.st_mtime
+    except OSError as exc:
+        scan = NodeScan(node=nf.node, rel=nf.rel, status="error", error=f"cannot stat: {exc}")
+        scan.warnings.append(f"{nf.rel}: cannot read ({exc})")
+        return scan
+    scanner = _Scanner(nf)
+    stats = ReadStats()
+    for block in read_blocks(Path(nf.path), stats):
+        scanner.feed(block)
+    return scanner.result(stats, size, mtime)

@@ -1,0 +1,303 @@
+"""Temporal comparison: the stage the job failed in and the iterations where it went wrong.
+
+* **Stage**: each event is classified by the framework profile's rules (data, see
+  ``l4.profiles``); a node's stage at a point of its log is that of the last classified event
+  before it (once training has begun, start-up stages cannot come back).  The failure point
+  is where the culprit's first unusual event is (or where its log ends, for a silent crash);
+  an error's own wording can refine the stage (``error_hints``).
+* **Iterations**: the step counter is found from the data (a template whose number advances
+  by a fixed step, see ``l4.scan``), so unknown formats work; the profile only breaks ties.
+  Each iteration's event sequence is compared by DTW with the preceding ``WINDOW`` ones and
+  flagged by the 3-sigma rule, as in the paper; iteration durations are checked the same way
+  (slow node, hang).  The iteration that matters is the first that did not complete
+  normally: the one in progress at the failure point, or the first abnormally slow one.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from dtaidistance import dtw
+
+from l4.crossjob import CrossJobResult
+from l4.merge import ParsedJob
+from l4.profiles import EARLY, Profile, choose_profile
+from l4.spatial import NodeScore
+
+WINDOW = 10
+SIGMA = 3.0
+
+
+@dataclass
+class TemporalResult:
+    stage: str
+    profile: str
+    onset_node: str | None
+    onset_line: int | None
+    iterations: list[tuple[int, float]] = field(default_factory=list)
+    marker_template: str | None = None
+    step: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def event_stages(job: ParsedJob, profile: Profile) -> list[str | None]:
+    return [profile.stage_of(t) for t in job.templates]
+
+
+def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
+    """Stage of a node just before record ``pos`` (see module docstring)."""
+    current: str | None = None
+    trained = False
+    for c in seq[: max(pos, 0)].tolist():
+        st = stages[c]
+        if st is None:
+            continue
+        if st == "training":
+            trained = True
+        if trained and st in EARLY:
+            continue
+        current = st
+    return current
+
+
+def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | None, float]:
+    """(record position, line, timestamp) where node ``r`` first shows trouble."""
+    anom = cross.anomalous[r] & (cross.severity > 0)
+    if not anom.any():
+        anom = cross.anomalous[r]
+    if anom.any():
+        cols = np.nonzero(anom)[0]
+        pos = job.first_pos[r, cols]
+        j = int(cols[np.argmin(pos)])
+        return int(job.first_pos[r, j]), int(job.first_line[r, j]), float(job.first_ts[r, j])
+    return int(len(job.seqs[r])), None, float(job.node_last_ts[r])
+
+
+def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) -> int | None:
+    """The event column that counts iterations (most lines, profile match breaks ties)."""
+    score: dict[int, float] = {}
+    for mk in job.markers:
+        for c, track in mk.items():
+            if stages[c] in ("checkpointing", "evaluation", "initialization"):
+                continue
+            score[c] = score.get(c, 0.0) + len(track.positions)
+    if not score:
+        return None
+    best = max(score, key=lambda c: (profile.is_marker(job.templates[c]), score[c], -c))
+    return best
+
+
+def _track_arrays(track) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pos = np.asarray(track.positions, dtype=np.int64)
+    num = np.asarray([row[0] if row else np.nan for row in track.numbers], dtype=np.float64)
+    ts = np.asarray(track.ts, dtype=np.float64)
+    order = np.argsort(pos, kind="stable")
+    return pos[order], num[order], ts[order]
+
+
+def _step(nums: np.ndarray) -> float | None:
+    d = np.diff(nums[~np.isnan(nums)])
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else None
+
+
+def dtw_anomalies(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray,
+                  rarity: np.ndarray) -> list[tuple[int, float]]:
+    """(iteration, z) for iterations whose event sequence departs from the previous WINDOW.
+
+    Events are encoded by rarity (routine per-iteration events ~0, rare ones large), so DTW
+    measures "something unusual happened in this iteration".  Identical sequences share one
+    code and distances are cached, which keeps thousands of iterations cheap.
+    """
+    if len(pos) < 3:
+        return []
+    segs = [seq[(pos[i - 1] + 1 if i else 0): pos[i] + 1] for i in range(len(pos))]
+    codes: dict[bytes, int] = {}
+    seg_code = [codes.setdefault(s.tobytes(), len(codes)) for s in segs]
+    values = {}
+    for s, code in zip(segs, seg_code, strict=True):
+        if code not in values:
+            values[code] = rarity[s].astype(np.double) if s.size else np.zeros(1)
+    cache: dict[tuple[int, int], float] = {}
+
+    def dist(a: int, b: int) -> float:
+        if a == b:
+            return 0.0
+        key = (a, b) if a < b else (b, a)
+        if key not in cache:
+            cache[key] = float(dtw.distance_fast(values[a], values[b], use_pruning=True))
+        return cache[key]
+
+    d = np.zeros(len(segs))
+    for i in range(1, len(segs)):
+        lo = max(0, i - WINDOW)
+        d[i] = np.mean([dist(seg_code[i], seg_code[j]) for j in range(lo, i)])
+    out = []
+    for i in range(2, len(segs)):
+        lo = max(1, i - WINDOW)
+        ref = d[lo:i]
+        mu, sd = float(ref.mean()), float(ref.std())
+        z = (d[i] - mu) / max(sd, 0.1 * mu, 0.5)
+        if z > SIGMA and not math.isnan(nums[i]):
+            out.append((int(nums[i]), float(z)))
+    return out
+
+
+def duration_anomalies(nums: np.ndarray, ts: np.ndarray) -> list[tuple[int, float]]:
+    """(iteration, z) for iterations that took abnormally long versus the previous WINDOW."""
+    ok = ~np.isnan(ts) & ~np.isnan(nums)
+    nums, ts = nums[ok], ts[ok]
+    if len(ts) < 4:
+        return []
+    dur = np.diff(ts)
+    out = []
+    for i in range(2, len(dur)):
+        ref = dur[max(0, i - WINDOW): i]
+        med = float(np.median(ref))
+        mad = float(np.median(np.abs(ref - med))) * 1.4826
+        z = (dur[i] - med) / max(mad, 0.1 * abs(med), 1e-3)
+        if z > SIGMA:
+            out.append((int(nums[i + 1]), float(z)))
+    return out
+
+
+def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> TemporalResult:
+    """Stage and suspicious iterations of a failed job (see module docstring)."""
+    profile = choose_profile(job.templates, job.framework)
+    stages = event_stages(job, profile)
+    if not ranked:
+        return TemporalResult("unknown", profile.name, None, None)
+    row = {n: i for i, n in enumerate(job.nodes)}
+    r = row[ranked[0].node]
+    pos, line, t0 = onset(job, cross, r)
+    stage = stage_at(job.seqs[r], pos, stages)
+    # the error's own words may place it more precisely (a failed save is checkpointing)
+    anom = np.nonzero(cross.anomalous[r] & (cross.severity > 0))[0]
+    first_errs = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:5]
+    for c in first_errs:
+        hint = profile.hint_of(job.templates[c])
+        if hint and not (stage not in EARLY and stage is not None and hint in EARLY):
+            stage = hint
+            break
+    if stage is None or stage in EARLY:
+        # the culprit may print no progress lines of its own (only some ranks log
+        # iterations): if the rest of the job was already past start-up, so was the job
+        pack = _pack_stage(job, cross, stages, r, t0)
+        if pack is not None and (stage is None or pack not in EARLY):
+            stage = pack
+    if stage is None:
+        stage = "initialization"
+    result = TemporalResult(stage, profile.name, job.nodes[r], line)
+
+    marker = choose_marker(job, profile, stages)
+    if marker is None:
+        result.notes.append("no iteration counter found")
+        return result
+    result.marker_template = job.templates[marker]
+    tracks = {i: _track_arrays(mk[marker]) for i, mk in enumerate(job.markers) if marker in mk}
+    steps = [s for s in (_step(t[1]) for t in tracks.values()) if s]
+    step = float(np.median(steps)) if steps else 1.0
+    result.step = step
+    scores: dict[int, float] = {}
+
+    def bump(it: float, s: float) -> None:
+        if it is None or math.isnan(it):
+            return
+        it = int(it)
+        scores[it] = max(scores.get(it, 0.0), s)
+
+    # the iteration in progress at the failure point
+    current = _iteration_at(job, tracks, r, pos, t0, step, cross)
+    training_fault = stage in ("training", "checkpointing", "evaluation")
+    if current is not None and training_fault:
+        bump(current, 5.0)
+        bump(current - step, 0.6)
+        bump(current + step, 0.5)
+    # slow / hung iterations and unusual sequences on the nodes that matter
+    total = job.counts.sum(axis=0).astype(np.float64)
+    rarity = np.log1p(total.sum() / np.maximum(total, 1.0)) * (cross.kept + 0.05)
+    focus = [row[s.node] for s in ranked[:3]] + list(tracks)[:3]
+    first_slow: float | None = None
+    for i in dict.fromkeys(focus):
+        if i not in tracks:
+            continue
+        tpos, tnum, tts = tracks[i]
+        dur = duration_anomalies(tnum, tts)
+        if dur:
+            runs = [it for it, _ in dur]
+            # a slow node shows as consecutive slow iterations; take the first of them
+            for a, b in zip(runs, runs[1:], strict=False):
+                if b - a <= 2 * step:
+                    first_slow = a if first_slow is None else min(first_slow, a)
+                    break
+            for it, z in dur:
+                bump(it, min(z, 12.0) / 4.0)
+        for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
+            bump(it, min(z, 12.0) / 4.0)
+    if first_slow is not None and (current is None or first_slow < current):
+        bump(first_slow, 6.0)
+    if not training_fault and stage not in ("finalization",):
+        # a start-up failure has no iteration
+        scores.clear()
+    result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+    return result
+
+
+def _pack_stage(job, cross, stages, r, t0) -> str | None:
+    """Most common stage of the other nodes just before their own trouble began, counting
+    only nodes whose first training line predates the culprit's failure when clocks tell."""
+    votes: dict[str, int] = {}
+    train_cols = [c for c, st in enumerate(stages) if st == "training"]
+    for i in range(job.n_nodes):
+        if i == r:
+            continue
+        p_i, _, _ = onset(job, cross, i)
+        st = stage_at(job.seqs[i], p_i, stages)
+        if st is None:
+            continue
+        if st not in EARLY and not math.isnan(t0) and train_cols:
+            first_train = np.nanmin(job.first_ts[i, train_cols])
+            if not math.isnan(first_train) and first_train > t0:
+                continue
+        votes[st] = votes.get(st, 0) + 1
+    if not votes:
+        return None
+    # nodes that print progress know more than nodes that print none
+    later = {k: v for k, v in votes.items() if k not in EARLY}
+    pool = later or votes
+    return max(pool, key=lambda k: (pool[k], k))
+
+
+def _iteration_at(job, tracks, r, pos, t0, step, cross) -> float | None:
+    """Number of the iteration in progress at the culprit's failure point."""
+    if r in tracks:
+        tpos, tnum, _ = tracks[r]
+        done = tnum[tpos < pos]
+        done = done[~np.isnan(done)]
+        if done.size:
+            return float(done[-1] + step)
+        if tnum.size:
+            return float(np.nanmin(tnum))
+        return None
+    # the culprit prints no counter (e.g. only the last rank does): use the pack's clock
+    if not tracks:
+        return None
+    best = None
+    for i, (tpos, tnum, tts) in tracks.items():
+        ok = ~np.isnan(tnum)
+        if not ok.any():
+            continue
+        if not math.isnan(t0) and (~np.isnan(tts)).any():
+            after = tnum[ok & (tts > t0)]
+            if after.size:
+                cand = float(after[0])
+            else:
+                cand = float(tnum[ok][-1] + step)
+        else:
+            p_i, _, _ = onset(job, cross, i)
+            done = tnum[ok & (tpos < p_i)]
+            cand = float(done[-1] + step) if done.size else float(tnum[ok][0])
+        best = cand if best is None else min(best, cand)
+    return best

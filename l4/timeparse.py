@@ -1,0 +1,117 @@
+"""Timestamps as training stacks print them, to epoch seconds (UTC assumed when no zone).
+
+Only a handful of lines per node are ever parsed (first/last lines, first occurrence of each
+event, iteration markers), so clarity beats speed here.
+"""
+
+from __future__ import annotations
+
+import calendar
+import math
+import re
+
+import numpy as np
+
+_MONTHS = {m: i for i, m in enumerate(
+    ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"], 1)}
+
+# 2024-05-01 12:00:00,123 | 2024-05-01T12:00:00.123Z | 2024-05-01-12:00:00.123.456 (plog)
+_ISO = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d)[T \-_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?:[.:](\d{1,6}))?"
+    r"(Z|[+-]\d\d:?\d\d)?"
+)
+# May  1 12:00:00 (syslog/dmesg -T), year unknown: assume 1970+ offset-free ordering
+_SYSLOG = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)\b")
+# [Wed May  1 12:00:00 2024] (dmesg -T)
+_DMESG_T = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\b")
+
+
+def parse_ts(line: str) -> float:
+    """Epoch seconds of the first timestamp in ``line``, or ``nan``."""
+    m = _ISO.search(line, 0, 200)
+    if m:
+        y, mo, d, h, mi, s = (int(g) for g in m.groups()[:6])
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
+            return math.nan
+        frac = m.group(7)
+        t = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + (
+            int(frac) / 10 ** len(frac) if frac else 0.0
+        )
+        zone = m.group(9)
+        if zone and zone != "Z":
+            sign = 1 if zone[0] == "+" else -1
+            zone = zone[1:].replace(":", "")
+            t -= sign * (int(zone[:2]) * 3600 + int(zone[2:]) * 60)
+        return float(t)
+    m = _DMESG_T.search(line, 0, 200)
+    if m and m.group(1) in _MONTHS:
+        mo, d, h, mi, s, y = _MONTHS[m.group(1)], *(int(g) for g in m.groups()[1:])
+        return float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
+    m = _SYSLOG.search(line, 0, 200)
+    if m and m.group(1) in _MONTHS:
+        mo = _MONTHS[m.group(1)]
+        d, h, mi, s = (int(g) for g in m.groups()[1:])
+        return float(calendar.timegm((1970, mo, d, h, mi, s, 0, 0, 0)))
+    return math.nan
+
+
+def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
+    """Days since 1970-01-01 for proleptic Gregorian dates, vectorised (H. Hinnant)."""
+    y = y - (m <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    mp = (m + 9) % 12
+    doy = (153 * mp + 2) // 5 + d - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def parse_ts_batch(lines: list[str]) -> np.ndarray:
+    """Timestamps of many lines at once; falls back to :func:`parse_ts` per line when the
+    lines do not all carry exactly one leading ISO timestamp (the fast case)."""
+    if not lines:
+        return np.zeros(0, np.float64)
+    joined = "\n".join(line[:200] for line in lines)
+    found = _ISO.findall(joined)
+    if len(found) != len(lines) or any(f[8] for f in found[:1]):
+        return np.array([parse_ts(line) for line in lines], dtype=np.float64)
+    arr = np.array([f[:6] for f in found], dtype=np.int64)
+    frac = np.array([float("0." + f[6]) if f[6] else 0.0 for f in found])
+    days = _days_from_civil(arr[:, 0], arr[:, 1], arr[:, 2])
+    return days * 86400.0 + arr[:, 3] * 3600 + arr[:, 4] * 60 + arr[:, 5] + frac
+
+
+def ts_layout(key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
+    """Where the ISO timestamp sits in a digit-collapsed key: (start, end, group spans).
+
+    Lines sharing a key share this layout, so :func:`ts_from_layout` can read all of their
+    timestamps with array arithmetic.  ``None`` when the key has no ISO timestamp or one
+    with a zone (rare; those go through :func:`parse_ts`).
+    """
+    m = _ISO.search(key, 0, 200)
+    if not m or m.group(9):
+        return None
+    a = m.start()
+    groups = [(m.start(g) - a, m.end(g) - a) if m.group(g) else (0, 0) for g in range(1, 8)]
+    return a, m.end(), groups
+
+
+def ts_from_layout(lines: list[bytes], layout: tuple[int, int, list[tuple[int, int]]]) -> np.ndarray:
+    """Epoch seconds of same-layout raw lines (see :func:`ts_layout`), vectorised."""
+    a, b, groups = layout
+    width = b - a
+    buf = b"".join(x[a:b].ljust(width, b"0") for x in lines)
+    mat = np.frombuffer(buf, dtype=np.uint8).reshape(len(lines), width).astype(np.int64) - 48
+
+    def field(span: tuple[int, int]) -> np.ndarray:
+        s, e = span
+        if e <= s:
+            return np.zeros(len(lines), np.int64)
+        powers = 10 ** np.arange(e - s - 1, -1, -1, dtype=np.int64)
+        return mat[:, s:e] @ powers
+
+    y, mo, d, h, mi, sec = (field(g) for g in groups[:6])
+    fs, fe = groups[6]
+    frac = field(groups[6]) / float(10 ** (fe - fs)) if fe > fs else 0.0
+    days = _days_from_civil(y, mo, d)
+    return days * 86400.0 + h * 3600 + mi * 60 + sec + frac
