@@ -8,7 +8,6 @@ whatever the file size, and a single pathological line is cut, never buffered wh
 
 from __future__ import annotations
 
-import gzip
 import json
 import zlib
 from collections.abc import Iterator
@@ -122,9 +121,57 @@ class ReadStats:
     long_lines: int = 0
 
 
+class _GzipReader:
+    """Streaming gunzip over raw reads: unlike ``gzip.open().read(n)``, data decoded before a
+    truncation or a corrupt member is still returned; the problem is raised afterwards."""
+
+    def __init__(self, path: Path):
+        self.fh = open(path, "rb")
+        self.dec = zlib.decompressobj(wbits=31)
+        self.pending: Exception | None = None
+        self.done = False
+
+    def read(self, size: int) -> bytes:
+        if self.pending is not None:
+            exc, self.pending = self.pending, None
+            raise exc
+        out: list[bytes] = []
+        have = 0
+        while have < size and not self.done:
+            raw = self.fh.read(1 << 20)
+            if not raw:
+                self.done = True
+                if not self.dec.eof:
+                    self.pending = EOFError("compressed file ended before the end-of-stream marker")
+                break
+            try:
+                chunk = self.dec.decompress(raw)
+                while self.dec.eof and self.dec.unused_data:  # multi-member gzip
+                    rest = self.dec.unused_data
+                    self.dec = zlib.decompressobj(wbits=31)
+                    chunk += self.dec.decompress(rest)
+            except zlib.error as exc:
+                self.done = True
+                self.pending = exc
+                break
+            out.append(chunk)
+            have += len(chunk)
+        data = b"".join(out)
+        if not data and self.pending is not None:
+            exc, self.pending = self.pending, None
+            raise exc
+        return data
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.fh.close()
+
+
 def _raw_stream(path: Path):
     if path.name.endswith(".gz"):
-        return gzip.open(path, "rb")
+        return _GzipReader(path)
     return open(path, "rb")
 
 
@@ -147,7 +194,7 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
         while True:
             try:
                 data = fh.read(block_size)
-            except (EOFError, zlib.error, gzip.BadGzipFile, OSError) as exc:
+            except (EOFError, zlib.error, OSError) as exc:
                 stats.truncated = True
                 stats.error = f"stream ends early after {stats.bytes_read} bytes ({exc})"
                 break

@@ -60,7 +60,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"[\w.+\-]*\d[\w.+\-]*"), WILDCARD),
 ]
 
-_SPACES_RE = re.compile(r"[ \t]+")
+_SPACES_RE = re.compile(r"\s+")
 
 
 def collapse_digits(text: str) -> str:
@@ -75,10 +75,15 @@ def strip_prefix(line: str) -> str:
     return _PREFIX_RE.sub("", line, count=1)
 
 
+_CONT_RE = re.compile(r"^(?:\s+File \"|\s{4,}\S|\t+\S|\s*[~^]{3,}\s*$|frame #\d+: )")
+
+
 def is_continuation(line: str) -> bool:
-    """A line that continues the record above it (traceback frames, indented dumps)."""
+    """A line that continues the record above it: Python traceback frames and their code
+    lines (indented), caret markers, C++ ``frame #N:`` stack lines.  A single leading space
+    is not enough (Megatron's iteration lines start with one)."""
     body = _PREFIX_RE.sub("", line, count=1)
-    return body[:1] in (" ", "\t") and body.strip() != ""
+    return bool(_CONT_RE.match(body))
 
 
 def mask_line(line: str) -> str:

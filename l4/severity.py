@@ -49,3 +49,24 @@ def severity(template: str) -> float:
     if score and _BENIGN.search(template) and score < 1.0:
         score *= 0.3
     return score
+
+
+# Messages that a node logs because *another* node failed: collective timeouts, resets,
+# launcher teardown.  They are real trouble but rarely the cause, so culprit search weighs
+# them down (the paper's propagation problem).
+_SYMPTOM = re.compile(
+    r"(?:watchdog|timed? ?out|timeout|connection reset|reset by peer|broken pipe"
+    r"|connection closed|connection refused|remote process exited|peer .*(?:closed|exited)"
+    r"|childfailederror|sigterm|signal 15|received signal|sending process \d+ closing signal"
+    r"|communicator was aborted|ncclremoteerror|remote error|heartbeat|socket timeout"
+    r"|some nccl operations have failed|to avoid data inconsistency|taking the entire process down"
+    r"|distbackenderror|waiting for|barrier|exitcode: 1\b|exit code 1\b|failed \(exitcode"
+    r"|ei0002|notify wait|ei0006|getting socket times out|hccl.*timeout|ProcessGroupNCCL)",
+    re.I,
+)
+
+
+@lru_cache(maxsize=65536)
+def is_symptom(template: str) -> bool:
+    """True for messages that usually echo another node's failure (see _SYMPTOM)."""
+    return bool(_SYMPTOM.search(template))

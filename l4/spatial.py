@@ -25,11 +25,14 @@ from sklearn.ensemble import IsolationForest
 
 from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
+from l4.severity import is_symptom
 
 W_SPECIFIC = 0.55
 W_MISSING = 0.2
 W_STOPPED = 0.15
 W_IFOREST = 0.1
+#: how much a propagated-failure message (timeout, reset...) counts next to a cause
+SYMPTOM_WEIGHT = 0.25
 
 
 @dataclass
@@ -61,7 +64,9 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     """Per node: unusual events, weighted by severity and by how few nodes share them."""
     anom = cross.anomalous
     share = np.maximum(anom.sum(axis=0), 1).astype(np.float64)
+    echo = np.array([is_symptom(t) for t in job.templates], dtype=bool)
     weight = (0.25 + cross.severity) * np.where(cross.novel, 1.0, 0.6) / share
+    weight = weight * np.where(echo, SYMPTOM_WEIGHT, 1.0)
     strength = np.log1p(cross.excess)
     strength = np.where(anom, 1.0 + 0.25 * strength, 0.0)
     return (strength * weight[None, :]).sum(axis=1)

@@ -134,6 +134,7 @@ def dtw_anomalies(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray,
     for i in range(1, len(segs)):
         lo = max(0, i - WINDOW)
         d[i] = np.mean([dist(seg_code[i], seg_code[j]) for j in range(lo, i)])
+    d = np.nan_to_num(d, nan=0.0, posinf=0.0)
     out = []
     for i in range(2, len(segs)):
         lo = max(1, i - WINDOW)

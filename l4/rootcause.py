@@ -1,0 +1,382 @@
+"""Match a diagnosis against the fault-pattern library to suggest root causes.
+
+Two kinds of evidence are combined per pattern:
+
+* semantic: cosine similarity (computed in DuckDB with ``array_cosine_similarity``)
+  between the masked text of each indicator event and each indicator of the pattern,
+  best pair wins;
+* exact: error codes shared by the events and the pattern (Xid numbers, Ascend codes,
+  errno names, NCCL error names, signals, IB completion status ...), weighted by how
+  specific the code is in the library, and pattern indicators that match an event as
+  wildcard templates.
+
+They are combined as ``1 - (1 - semantic) * (1 - code) * (1 - template)`` so a literal
+match always lifts a pattern above one that is only vaguely similar, while the ranking
+among patterns with the same evidence still follows the embedding.  Patterns below
+``THRESHOLD`` are not reported: the caller says "no known pattern" instead of guessing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from l4 import kbstore
+from l4.embed import embed, mask_text
+
+# Calibrated with benchmarks/kb_accuracy.py on the seed-side (training) excerpts and the
+# normal excerpts of real-failures.jsonl; see README "Fault knowledge base".
+THRESHOLD = 0.60
+NO_MATCH = "no known pattern"
+
+SEM_SCALE = 0.90  # semantic evidence alone never reaches the top of the scale
+WHOLE_WEIGHT = 0.90  # the title+description vector is a weaker signal than an indicator
+PLAIN_FACTOR = 0.70  # a line without any error word or code is weak evidence of a fault
+CODE_STRENGTH = 0.60  # bonus of one code that only this pattern carries
+TEMPLATE_BONUS = 0.45  # bonus of an indicator matching literally (as a wildcard template)
+SYMPTOM_FACTOR = 0.95  # a cause outranks a symptom with the same evidence
+EVENT_DECAY = 0.01  # later (less suspicious) report events weigh slightly less
+MAX_UNITS = 200
+
+# --- exact evidence: error codes ------------------------------------------------------------
+
+_CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
+    (re.compile(r"\bXid\s*(?:\([^)]*\))?\s*:?\s*(\d{1,3})\b", re.I), "XID{0}"),
+    (re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b"), "{0}"),
+    (re.compile(r"(?:error code is|runtime result =|error code =|ret(?:Code)?\s*=)\s*(\d{6})\b", re.I), "ACL{0}"),
+    (re.compile(r"\b(50\d{4}|10\d{4})\b(?=.{0,40}(?:NPU|acl|aclrt|rt[A-Z]))"), "ACL{0}"),
+    (re.compile(r"\bNo space left on device\b|\bENOSPC\b|Errno 28\b|StorageFull", re.I), "ENOSPC"),
+    (re.compile(r"\bInput/output error\b|\bEIO\b|Errno 5\b", re.I), "EIO"),
+    (re.compile(r"\bStale file handle\b|\bESTALE\b|Errno 116\b", re.I), "ESTALE"),
+    (re.compile(r"\bDisk quota exceeded\b|\bEDQUOT\b|Errno 122\b", re.I), "EDQUOT"),
+    (re.compile(r"\bCannot allocate memory\b|\bENOMEM\b", re.I), "ENOMEM"),
+    (re.compile(r"\bNetwork is unreachable\b|\bENETUNREACH\b", re.I), "ENETUNREACH"),
+    (re.compile(r"\bConnection refused\b|\bECONNREFUSED\b", re.I), "ECONNREFUSED"),
+    (re.compile(r"\bConnection reset by peer\b|\bECONNRESET\b", re.I), "ECONNRESET"),
+    (re.compile(r"\bBroken pipe\b|\bEPIPE\b", re.I), "EPIPE"),
+    (re.compile(r"\bRead-only file system\b|\bEROFS\b", re.I), "EROFS"),
+    (re.compile(r"\b(nccl(?:Remote|System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument)Error)\b"), "{0}"),
+    (re.compile(r"remote process exited or there was a network error", re.I), "ncclRemoteError"),
+    (re.compile(r"unhandled system error", re.I), "ncclSystemError"),
+    (re.compile(r"unhandled cuda error", re.I), "ncclUnhandledCudaError"),
+    (re.compile(r"NCCL error.{0,80}invalid usage|ncclInvalidUsage", re.I), "ncclInvalidUsage"),
+    (re.compile(r"exit\s*code\s*[:=]?\s*-9\b|return code\s*=\s*-9\b|Signal 9\b|\bSIGKILL\b|signal: killed", re.I), "SIGKILL"),
+    (re.compile(r"exit\s*code\s*[:=]?\s*-11\b|return code\s*=\s*-11\b|Signal 11\b|\bSIGSEGV\b|Segmentation fault", re.I), "SIGSEGV"),
+    (re.compile(r"exit\s*code\s*[:=]?\s*-7\b|signal 7\b|\bSIGBUS\b|Bus error", re.I), "SIGBUS"),
+    (re.compile(r"exit\s*code\s*[:=]?\s*-6\b|Signal 6\b|\bSIGABRT\b", re.I), "SIGABRT"),
+    (re.compile(r"\bstatus\s*=\s*(\d{1,2})\b(?=.{0,60}vendor err)|with error (\d{1,2}), opcode", re.I), "IBV_WC_STATUS{0}"),
+    (re.compile(r"(?:CUDA|cuda runtime) error.{0,20}out of memory|CUDA out of memory|OutOfMemoryError", re.I), "CUDA_OOM"),
+    (re.compile(r"NPU out of memory", re.I), "NPU_OOM"),
+    (re.compile(r"uncorrectable ECC error", re.I), "CUDA_ECC_UNCORRECTABLE"),
+    (re.compile(r"an illegal memory access was encountered", re.I), "CUDA_ILLEGAL_ADDRESS"),
+    (re.compile(r"CUDA error: unknown error", re.I), "CUDA_UNKNOWN_ERROR"),
+    (re.compile(r"device-side assert(?:ion)? triggered", re.I), "CUDA_DEVICE_ASSERT"),
+    (re.compile(r"CUDA driver version is insufficient|driver version is insufficient", re.I), "CUDA_DRIVER_INSUFFICIENT"),
+    (re.compile(r"no CUDA-capable device is detected|No CUDA GPUs are available", re.I), "CUDA_NO_DEVICE"),
+    (re.compile(r"fallen off the bus", re.I), "XID79"),
+    (re.compile(r"DUE TO PREEMPTION", re.I), "SLURM_PREEMPTED"),
+    (re.compile(r"DUE TO NODE FAIL", re.I), "SLURM_NODE_FAIL"),
+    (re.compile(r"DUE TO TIME LIMIT", re.I), "SLURM_TIME_LIMIT"),
+    (re.compile(r"\boom[-_]kill\b|oom_kill event|Out of memory: Killed process|killed by the cgroup out-of-memory", re.I), "OOM_KILL"),
+    (re.compile(r"Heartbeat Lost", re.I), "HCCL_HEARTBEAT_LOST"),
+    (re.compile(r"\b(?:lm loss|loss|grad[_ ]?norm)['\"]?\s*[:=]\s*['\"]?nan\b|found NaN|"
+                r"\bLoss is NaN|nan iterations:\s*[1-9]", re.I), "NAN_VALUE"),
+    (re.compile(r"Attempted loss scale: 1(?:\.0)?, reducing to 1(?:\.0)?\b|loss scale already at minimum|"
+                r"reducing loss scale to 1(?:\.0)?\b(?!\d)|loss scale reached minimum", re.I), "LOSS_SCALE_MIN"),
+    (re.compile(r"\b(UCE ERROR|HBM MULTI BIT ECC ERROR|HCCS LINK ERROR|SUSPECT REMOTE ERROR|SUSPECT MEM ERROR)\b"), "NPU_{0}"),
+]
+
+
+def extract_codes(text: str) -> set[str]:
+    """Canonical error codes found in one text (e.g. {'XID79', 'EI0002', 'ENOSPC'})."""
+    found: set[str] = set()
+    for rx, fmt in _CODE_RULES:
+        for m in rx.finditer(text):
+            groups = [g for g in m.groups() if g] if m.groups() else []
+            value = groups[0] if groups else ""
+            code = (fmt or "{0}").format(value)
+            found.add(code.replace(" ", "_").upper() if not code.startswith("nccl") else code)
+    return found
+
+
+# --- exact evidence: wildcard templates -----------------------------------------------------
+
+_TOKEN = re.compile(r"<\*>|[a-z0-9_]+|[^\w\s]")
+
+
+def _tokens(masked: str) -> list[str]:
+    return _TOKEN.findall(masked.lower())
+
+
+@lru_cache(maxsize=4096)
+def template_regex(indicator: str) -> re.Pattern[str] | None:
+    """Regex that finds the indicator (masked, <*> as wildcard) inside a masked text.
+
+    Indicators with fewer than three literal words are too generic to count as exact
+    evidence and give None.
+    """
+    toks = _tokens(mask_text(indicator))
+    if sum(1 for t in toks if len(t) >= 2 and t.isalpha()) < 3:
+        return None
+    parts = [r"(?:\S+ ){0,3}?\S+" if t == "<*>" else re.escape(t) for t in toks]
+    return re.compile(r"(?:^| )" + " ".join(parts) + r"(?: |$)")
+
+
+def _norm_for_template(text: str) -> str:
+    return " ".join(_tokens(mask_text(text)))
+
+
+# --- query units ------------------------------------------------------------------------------
+
+_NOISE = re.compile(
+    r"""^\s*(?:File\ ".*",\ line|frame\ \#|Traceback\ \(most\ recent\ call\ last\)|
+        During\ handling\ of\ the\ above\ exception|The\ above\ exception\ was\ the\ direct|
+        [-=*#~^_ ]{3,}$|\d+\ 0x[0-9a-f]+|at\ [\w.$]+\()""",
+    re.VERBOSE,
+)
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_ERRORISH = re.compile(
+    r"error|errno|fail|fatal|exception|timeout|timed out|times out|kill|abort|refused|reset|"
+    r"denied|unreachable|\bnan\b|overflow|\boom\b|out of memory|cancel|xid|\becc\b|lost|"
+    r"terminat|broken|invalid|mismatch|not found|cannot|can't|unable|no space|exceeded|stale|"
+    r"segfault|sigkill|sigsegv|sigbus|signal|warn|evict|preempt|exit|died|unknown|corrupt|"
+    r"\bunhandled|not equal|insufficient|hang|stuck|fallen off", re.I)
+
+
+@dataclass
+class Unit:
+    """One text of one event that is embedded and checked for codes and templates."""
+
+    event_index: int
+    event_id: str | None
+    text: str
+    masked: str
+    norm: str = ""
+    codes: set[str] = field(default_factory=set)
+    plain: bool = False  # no error word and no code
+
+
+def _informative(text: str) -> bool:
+    if _NOISE.search(text):
+        return False
+    return len(_WORD.findall(text)) >= 2 or bool(extract_codes(text))
+
+
+def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[Unit]:
+    """Texts to match from report events (template plus up to two example lines each)."""
+    units: list[Unit] = []
+    seen: set[str] = set()
+    for i, ev in enumerate(list(events)[:max_events]):
+        if not isinstance(ev, dict):
+            continue
+        texts = [str(ev.get("template") or "")]
+        for ex in (ev.get("examples") or [])[:2]:
+            if isinstance(ex, dict) and ex.get("text"):
+                texts.append(str(ex["text"]))
+            elif isinstance(ex, str):
+                texts.append(ex)
+        for t in texts:
+            t = t.strip()[:1000]
+            if not t or not _informative(t):
+                continue
+            masked = mask_text(t)
+            if masked in seen:
+                continue
+            seen.add(masked)
+            units.append(Unit(i, ev.get("event_id"), t, masked))
+    return units
+
+
+def units_from_lines(lines: Iterable[str]) -> list[Unit]:
+    units: list[Unit] = []
+    seen: set[str] = set()
+    for line in lines:
+        t = str(line).rstrip("\n").strip()[:1000]
+        if not t or not _informative(t):
+            continue
+        masked = mask_text(t)
+        if masked in seen:
+            continue
+        seen.add(masked)
+        units.append(Unit(0, None, t, masked))
+    if len(units) > MAX_UNITS:
+        errorish = [u for u in units if _ERRORISH.search(u.text)]
+        rest = [u for u in units if not _ERRORISH.search(u.text)]
+        units = (errorish + rest)[:MAX_UNITS]
+    return units
+
+
+# --- the library as needed for matching -------------------------------------------------------
+
+
+def ensure_embeddings(kb: Path | str | None = None) -> int:
+    """Embed patterns whose text changed since they were last embedded; returns how many."""
+    stale = kbstore.stale_embeddings(kb=kb)
+    if not stale:
+        return 0
+    texts: list[str] = []
+    for p in stale:
+        texts.append(p["_whole"])
+        texts.extend(p["_ind"])
+    vecs = embed(texts)
+    items = []
+    k = 0
+    for p in stale:
+        wvec = vecs[k].tolist()
+        k += 1
+        ind = []
+        for t in p["_ind"]:
+            ind.append((t, vecs[k].tolist()))
+            k += 1
+        items.append((p["id"], p["_whole"], wvec, ind))
+    kbstore.store_embeddings(items, kb=kb)
+    return len(stale)
+
+
+@dataclass
+class _PatternInfo:
+    id: str
+    title: str
+    category: str
+    kind: str
+    action: str
+    indicators: list[str]
+    codes: set[str]
+    requires_code: bool
+
+
+def _library(kb: Path | str | None) -> list[_PatternInfo]:
+    out = []
+    for p in kbstore.list_patterns(kb=kb):
+        codes = {c.upper() if not c.startswith("nccl") else c for c in p["codes"]}
+        for ind in p["indicators"]:
+            codes |= extract_codes(ind)
+        out.append(_PatternInfo(p["id"], p["title"], p["category"], p["kind"], p["action"],
+                                p["indicators"], codes, p["requires_code"]))
+    return out
+
+
+def _similarities(units: list[Unit], kb: Path | str | None) -> dict[str, dict[int, tuple]]:
+    """{pattern_id: {unit_index: (indicator_sim, best_indicator, whole_sim)}} from DuckDB."""
+    vecs = embed([u.masked for u in units])
+    qv = [v.tolist() for v in vecs]
+    out: dict[str, dict[int, tuple]] = {}
+    with kbstore.connect(kb) as con:
+        q = """
+            WITH q AS (
+                SELECT i - 1 AS qi, ($qv::FLOAT[384][])[i] AS v
+                FROM range(1, len($qv::FLOAT[384][]) + 1) t(i)
+            ),
+            ind AS (
+                SELECT pv.pattern_id, q.qi,
+                       max(array_cosine_similarity(pv.embedding, q.v)) AS s,
+                       arg_max(pv.text, array_cosine_similarity(pv.embedding, q.v)) AS best
+                FROM pattern_vectors pv CROSS JOIN q
+                GROUP BY pv.pattern_id, q.qi
+            ),
+            whole AS (
+                SELECT p.id AS pattern_id, q.qi, array_cosine_similarity(p.embedding, q.v) AS s
+                FROM patterns p CROSS JOIN q
+                WHERE p.embedding IS NOT NULL
+            )
+            SELECT w.pattern_id, w.qi, coalesce(i.s, 0.0), i.best, w.s
+            FROM whole w LEFT JOIN ind i ON i.pattern_id = w.pattern_id AND i.qi = w.qi
+        """
+        for pid, qi, s_ind, best, s_whole in con.execute(q, {"qv": qv}).fetchall():
+            out.setdefault(pid, {})[int(qi)] = (float(s_ind), best, float(s_whole or 0.0))
+    return out
+
+
+# --- scoring ------------------------------------------------------------------------------------
+
+
+def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
+          threshold: float) -> list[dict]:
+    if not units:
+        return []
+    ensure_embeddings(kb)
+    library = _library(kb)
+    if not library:
+        return []
+    df: dict[str, int] = {}
+    for p in library:
+        for c in p.codes:
+            df[c] = df.get(c, 0) + 1
+    for u in units:
+        u.codes = extract_codes(u.text)
+        u.norm = _norm_for_template(u.text)
+        u.plain = not u.codes and not _ERRORISH.search(u.text)
+    sims = _similarities(units, kb)
+
+    results = []
+    for p in library:
+        per_unit = sims.get(p.id, {})
+        best_sem, best_unit, best_ind = 0.0, None, None
+        for qi, (s_ind, ind, s_whole) in per_unit.items():
+            u = units[qi]
+            s = max(s_ind, WHOLE_WEIGHT * s_whole) * SEM_SCALE
+            if u.plain:
+                s *= PLAIN_FACTOR
+            if decay:
+                s *= 1.0 - EVENT_DECAY * u.event_index
+            if s > best_sem:
+                best_sem, best_unit = s, u
+                best_ind = ind if s_ind >= WHOLE_WEIGHT * s_whole else f"{p.title} (description)"
+        evidence: list[dict] = []
+        code_miss = 1.0
+        for c in sorted(p.codes):
+            hits = [u for u in units if c in u.codes]
+            if hits:
+                code_miss *= 1.0 - CODE_STRENGTH / df[c]
+                evidence.append({"kind": "code", "code": c, "event_id": hits[0].event_id,
+                                 "text": hits[0].text[:300]})
+        tmpl_hit = None
+        for ind in p.indicators:
+            rx = template_regex(ind)
+            if rx is None:
+                continue
+            for u in units:
+                if rx.search(u.norm):
+                    tmpl_hit = (ind, u)
+                    break
+            if tmpl_hit:
+                break
+        if p.requires_code and code_miss == 1.0:
+            continue
+        if tmpl_hit:
+            evidence.append({"kind": "template", "indicator": tmpl_hit[0],
+                             "event_id": tmpl_hit[1].event_id, "text": tmpl_hit[1].text[:300]})
+        if best_unit is not None:
+            evidence.append({"kind": "embedding", "similarity": round(best_sem / SEM_SCALE, 4),
+                             "indicator": best_ind, "event_id": best_unit.event_id,
+                             "text": best_unit.text[:300]})
+        score = 1.0 - (1.0 - max(best_sem, 0.0)) * code_miss * (1.0 - (TEMPLATE_BONUS if tmpl_hit else 0.0))
+        if p.kind == "symptom":
+            score *= SYMPTOM_FACTOR
+        results.append((score, p, evidence))
+
+    results.sort(key=lambda r: (-r[0], r[1].id))
+    out = []
+    for score, p, evidence in results[:top_k]:
+        if score < threshold:
+            break
+        out.append({
+            "pattern_id": p.id, "title": p.title, "category": p.category, "kind": p.kind,
+            "similarity": round(score, 4), "action": p.action, "evidence": evidence,
+        })
+    return out
+
+
+def match_root_causes(events: list[dict], *, kb: Path | str | None = None, top_k: int = 3,
+                      threshold: float = THRESHOLD) -> list[dict]:
+    """Root-cause suggestions for report events, best first; [] means no known pattern."""
+    return _rank(units_from_events(events), kb, top_k, decay=True, threshold=threshold)
+
+
+def match_lines(lines: list[str], *, kb: Path | str | None = None, top_k: int = 3,
+                threshold: float = THRESHOLD) -> list[dict]:
+    """Root-cause suggestions for raw log lines (``l4 kb match FILE``)."""
+    return _rank(units_from_lines(lines), kb, top_k, decay=False, threshold=threshold)

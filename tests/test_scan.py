@@ -1,0 +1,85 @@
+"""The fast scan must mean the same as feeding every line to drain3, and find step counters."""
+
+import random
+
+import numpy as np
+
+from l4.ingest import NodeFile
+from l4.parse import plain_drain3_templates
+from l4.scan import scan_node_file, step_field
+from l4.templates import TemplateStore
+
+
+def _lines(seed: int, n: int) -> list[str]:
+    rng = random.Random(seed)
+    fmts = [
+        "[rank{r}]: 2024-05-01 12:00:{s:02d},{ms:03d} NCCL INFO Channel {a:02d}/0 : {b} -> {c} via P2P/IPC",
+        "[2024-05-01 12:00:{s:02d},{ms:03d}] [INFO] [logging.py:96:log_dist] [Rank 0] step={a}, skipped=0, lr=[{f:.6f}]",
+        "2024-05-01 12:00:{s:02d} node-{r}:{b}:{c} [{a}] NCCL INFO comm 0x{h:x} rank {r} nranks 64 - Init COMPLETE",
+        " iteration {a:8d}/  500000 | consumed samples: {b} | lm loss: {f:.4E} |",
+        "RuntimeError: CUDA error: out of memory on device cuda:{r}",
+        "saving checkpoint at iteration {a} to /ckpt/run{r}/iter_{a:07d}",
+    ]
+    return [rng.choice(fmts).format(
+        a=rng.randint(0, 99999), b=rng.randint(0, 9999), c=rng.randint(0, 999),
+        s=rng.randint(0, 59), ms=rng.randint(0, 999), r=rng.randint(0, 63), f=rng.random() * 10,
+        h=rng.getrandbits(48)) for _ in range(n)]
+
+
+def _groups(ids):
+    """Partition of line indices induced by ids (names don't matter, grouping does)."""
+    first = {}
+    return [first.setdefault(i, len(first)) for i in ids]
+
+
+def test_fast_scan_groups_lines_exactly_like_plain_drain3(tmp_path):
+    lines = _lines(1, 20000)
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(lines) + "\n")
+    plain = plain_drain3_templates(lines)
+    store = TemplateStore(None)
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    cols = [store.add(s) for s in scan.shapes]
+    fast = [cols[i] for i in scan.seq.tolist()]
+    assert len(fast) == len(plain)
+    agree = np.mean(np.array(_groups(fast)) == np.array(_groups(plain)))
+    assert agree >= 0.99
+
+
+def test_counts_lines_and_examples(tmp_path):
+    text = ("start\n"
+            "Traceback (most recent call last):\n"
+            '  File "/x.py", line 3, in f\n'
+            "    boom()\n"
+            "RuntimeError: boom 1\n"
+            "\n"
+            "RuntimeError: boom 22\n")
+    path = tmp_path / "n.log"
+    path.write_text(text)
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    assert scan.n_lines == 7 and scan.n_records == 4
+    i = scan.shapes.index("RuntimeError: boom <*>")
+    assert scan.counts[i] == 2 and scan.first_line[i] == 5 and scan.last_line[i] == 7
+    j = scan.shapes.index("Traceback (most recent call last):")
+    line, first_text, ctx = scan.examples[j]
+    assert line == 2 and ctx == ['  File "/x.py", line 3, in f', "    boom()"]
+
+
+def test_finds_an_unknown_step_counter_with_its_numbers_and_times(tmp_path):
+    rows = []
+    for k in range(1, 301):
+        rows.append(f"2024-05-01 12:{k // 60:02d}:{k % 60:02d} progress {k * 5} of 1500 ok")
+        rows.append(f"2024-05-01 12:{k // 60:02d}:{k % 60:02d} loss {k % 7}.5 grad {k % 3}")
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    (sid, track), = scan.markers.items()
+    assert scan.shapes[sid] == "progress <*> of <*> ok"
+    assert [r[0] for r in track.numbers] == [k * 5 for k in range(1, 301)]
+    assert np.allclose(np.diff(track.ts), 1.0)
+
+
+def test_step_field():
+    assert step_field([[3, 10], [3, 20], [3, 30]]) == (1, 10)
+    assert step_field([[1.5], [2.5], [3.5]]) is None
+    assert step_field([[5], [4], [3]]) is None
