@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import sys
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
@@ -18,12 +18,12 @@ app = typer.Typer(
 )
 
 
-class Fmt(str, Enum):
+class Fmt(StrEnum):
     text = "text"
     json = "json"
 
 
-class ParseFmt(str, Enum):
+class ParseFmt(StrEnum):
     jsonl = "jsonl"
     text = "text"
 

@@ -26,8 +26,8 @@ from l4.merge import ParsedJob, merge_scans
 from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
 from l4.spatial import rank_nodes
-from l4.temporal import analyze
 from l4.templates import TemplateStore, default_store_path, open_store
+from l4.temporal import analyze
 
 #: below this many bytes in total, scanning in-process beats starting worker processes
 PARALLEL_MIN_BYTES = 64 << 20

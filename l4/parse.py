@@ -7,10 +7,11 @@ path is compared against (``plain_drain3_templates``).
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from l4.ingest import NodeFile, ReadStats, read_blocks
+from l4.ingest import ReadStats, read_blocks
 from l4.mask import is_continuation, mask_line
 from l4.templates import TemplateStore, open_store
 
@@ -36,10 +37,7 @@ def _lines(path: Path) -> Iterator[str]:
             text = text[:-1]
         yield from text.split("\n")
     if stats.error:
-        raise_or_warn = f"{path}: {stats.error}"
-        import sys
-
-        print(f"warning: {raise_or_warn}", file=sys.stderr)
+        print(f"warning: {path}: {stats.error}", file=sys.stderr)
 
 
 def _parse(path: Path, store: TemplateStore) -> Iterator[dict]:
@@ -71,13 +69,3 @@ def plain_drain3_templates(lines: list[str], store: TemplateStore | None = None)
     store = store or TemplateStore(None)
     ids = [store.add(mask_line(line)) for line in lines]
     return ids
-
-
-def fast_templates(path: Path, store: TemplateStore | None = None) -> tuple[list[int], list[int]]:
-    """Fast path on one file: (cluster id per record line, 1-based line numbers)."""
-    from l4.scan import scan_node_file
-
-    store = store or TemplateStore(None)
-    scan = scan_node_file(NodeFile(node=path.stem, path=path, rel=path.name))
-    cols = [store.add(s) for s in scan.shapes]
-    return [cols[i] for i in scan.seq.tolist()], []

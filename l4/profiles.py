@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import yaml
@@ -89,7 +89,7 @@ def _rules(doc: dict, key: str, order: tuple[str, ...]) -> list[tuple[str, re.Pa
     return [(stage, rx) for stage in order for rx in _compile(section.get(stage, []))]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_profiles(directory: str | None = None) -> dict[str, Profile]:
     """All profiles, each with the generic rules appended after its own."""
     base = Path(directory) if directory else PROFILE_DIR

@@ -14,8 +14,8 @@ candidates) and is what gets cached, shipped between processes and merged.
 from __future__ import annotations
 
 import math
-import re
 import os
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
