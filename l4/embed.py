@@ -16,6 +16,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -136,6 +137,7 @@ _WS = re.compile(r"\s+")
 _MULTI = re.compile(r"(?:<\*>[\s,:;/.\-]*){2,}")
 
 
+@lru_cache(maxsize=65536)
 def mask_text(text: str) -> str:
     """Replace host names, ranks, numbers, paths and times with <*>, keep error codes.
 

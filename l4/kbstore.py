@@ -274,8 +274,8 @@ def _load_seed(con: duckdb.DuckDBPyConnection) -> None:
 
 
 def slugify(text: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
-    return (s or "pattern")[:60].strip("-")
+    s = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60].strip("-")
+    return s if len(s) >= 2 else f"pattern-{s}".strip("-")
 
 
 def _str_list(value: Any, field: str) -> list[str]:

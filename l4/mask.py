@@ -19,21 +19,23 @@ DIGIT_TABLE = bytes.maketrans(b"123456789", b"000000000")
 _STR_DIGIT_TABLE = str.maketrans("123456789", "000000000")
 
 # Prefixes that say *who* wrote a line, not *what* happened: torchrun's [rank3]: and
-# [default3]:, Slurm --label "3: ", kubectl --prefix, mpirun [1,3]<stdout>:.
-_PREFIX_RE = re.compile(
+# [default3]:, Slurm --label "  3: ", pdsh "node-021: ", kubectl --prefix, mpirun
+# [1,3]<stdout>:.  They never consume the message's own indentation.
+_WHO_RE = re.compile(
     r"^(?:"
-    r"\[(?:rank|default)\d+\]:\s?"
-    r"|\d+:\s"
-    r"|\[\d+,\d+\]<std(?:out|err)>:\s?"
-    r"|\[pod/[^\]\s]+\]\s"
-    r")+"
+    r"\[(?:rank|default)\d+\]:"
+    r"|\s*\d+: "
+    r"|[A-Za-z][\w.]*-[\w.\-]*\d[\w.\-]*: "
+    r"|\[\d+,\d+\]<std(?:out|err)>:"
+    r"|\[pod/[^\]\s]+\] "
+    r")"
 )
 
 # Leading timestamps in the formats training stacks print (ISO, Megatron's
 # "[2024-05-01 12:00:00]", syslog "May  1 12:00:00", k8s RFC3339).
 _LEAD_TS_RE = re.compile(
-    r"^\[?\d{4}-\d\d-\d\d[T \-_]\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?\]?\s*"
-    r"|^[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d\s+"
+    r"^ ?\[?\d{4}-\d\d-\d\d[T \-_]\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?\]? ?"
+    r"|^ ?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d "
 )
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
@@ -68,11 +70,19 @@ def collapse_digits(text: str) -> str:
     return text.translate(_STR_DIGIT_TABLE)
 
 
+def _strip_who_when(line: str) -> str:
+    for _ in range(3):
+        cut = _WHO_RE.sub("", line, count=1)
+        cut = _LEAD_TS_RE.sub("", cut, count=1)
+        if cut == line:
+            break
+        line = cut
+    return line
+
+
 def strip_prefix(line: str) -> str:
-    """Drop rank/launcher prefixes and a leading timestamp: they say who/when, not what."""
-    line = _PREFIX_RE.sub("", line, count=1)
-    line = _LEAD_TS_RE.sub("", line, count=1)
-    return _PREFIX_RE.sub("", line, count=1)
+    """Drop rank/launcher/host prefixes and a leading timestamp: they say who and when."""
+    return _strip_who_when(line).lstrip()
 
 
 _CONT_RE = re.compile(r"^(?:\s+File \"|\s{4,}\S|\t+\S|\s*[~^]{3,}\s*$|frame #\d+: )")
@@ -82,8 +92,7 @@ def is_continuation(line: str) -> bool:
     """A line that continues the record above it: Python traceback frames and their code
     lines (indented), caret markers, C++ ``frame #N:`` stack lines.  A single leading space
     is not enough (Megatron's iteration lines start with one)."""
-    body = _PREFIX_RE.sub("", line, count=1)
-    return bool(_CONT_RE.match(body))
+    return bool(_CONT_RE.match(_strip_who_when(line)))
 
 
 def mask_line(line: str) -> str:
@@ -97,13 +106,12 @@ def mask_line(line: str) -> str:
 _NUM_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
 _ANY_TS_RE = _RULES[0][0]
 _CLOCK_RE = _RULES[1][0]
+_ANY_CLOCK_RE = re.compile(f"{_ANY_TS_RE.pattern}|{_CLOCK_RE.pattern}")
 
 
 def numbers_in(line: str) -> list[float]:
     """Free-standing numbers of a raw line, timestamps excluded (for iteration markers)."""
-    body = strip_prefix(line)
-    body = _ANY_TS_RE.sub(" ", body)
-    body = _CLOCK_RE.sub(" ", body)
+    body = _ANY_CLOCK_RE.sub(" ", strip_prefix(line))
     return [float(m.group(0)) for m in _NUM_RE.finditer(body)]
 
 

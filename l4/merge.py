@@ -34,6 +34,7 @@ class ParsedJob:
     last_line: np.ndarray
     first_pos: np.ndarray  # record index of first occurrence, -1 when absent
     first_ts: np.ndarray  # epoch seconds, nan when absent or unknown
+    last_ts: np.ndarray
     seqs: list[np.ndarray]  # per node: event column of every record, in order
     markers: list[dict[int, MarkerTrack]]  # per node: event column -> marker track
     examples: list[dict[int, tuple[int, str, list[str]]]]  # per node: column -> (line, text, ctx)
@@ -79,6 +80,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore) -> P
     last_line = np.zeros((n, m), np.int64)
     first_pos = np.full((n, m), -1, np.int64)
     first_ts = np.full((n, m), math.nan)
+    last_ts = np.full((n, m), math.nan)
     seqs, markers, examples = [], [], []
     for r, (scan, cols) in enumerate(zip(scans, local_cols, strict=True)):
         if len(cols):
@@ -91,6 +93,9 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore) -> P
                     first_pos[r, c] = int(scan.first_pos[i])
                     first_ts[r, c] = scan.first_ts[i]
                 last_line[r, c] = max(last_line[r, c], int(scan.last_line[i]))
+                lt = scan.last_ts[i] if i < len(scan.last_ts) else math.nan
+                if not math.isnan(lt) and not (lt <= last_ts[r, c]):
+                    last_ts[r, c] = lt
         seqs.append(cols[scan.seq.astype(np.int64)] if scan.seq.size else np.zeros(0, np.int64))
         ex: dict[int, tuple[int, str, list[str]]] = {}
         for i, val in scan.examples.items():
@@ -123,6 +128,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore) -> P
         last_line=last_line,
         first_pos=first_pos,
         first_ts=first_ts,
+        last_ts=last_ts,
         seqs=seqs,
         markers=markers,
         examples=examples,

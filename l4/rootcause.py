@@ -35,9 +35,9 @@ NO_MATCH = "no known pattern"
 SEM_SCALE = 0.90  # semantic evidence alone never reaches the top of the scale
 WHOLE_WEIGHT = 0.90  # the title+description vector is a weaker signal than an indicator
 PLAIN_FACTOR = 0.70  # a line without any error word or code is weak evidence of a fault
-CODE_STRENGTH = 0.60  # bonus of one code that only this pattern carries
+CODE_STRENGTH = 0.70  # bonus of one code that only this pattern carries
 TEMPLATE_BONUS = 0.45  # bonus of an indicator matching literally (as a wildcard template)
-SYMPTOM_FACTOR = 0.95  # a cause outranks a symptom with the same evidence
+SYMPTOM_FACTOR = 0.90  # a cause with exact evidence outranks a symptom next to it
 EVENT_DECAY = 0.01  # later (less suspicious) report events weigh slightly less
 MAX_UNITS = 200
 
@@ -92,6 +92,11 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
 
 def extract_codes(text: str) -> set[str]:
     """Canonical error codes found in one text (e.g. {'XID79', 'EI0002', 'ENOSPC'})."""
+    return set(_extract_codes(text))
+
+
+@lru_cache(maxsize=65536)
+def _extract_codes(text: str) -> frozenset[str]:
     found: set[str] = set()
     for rx, fmt in _CODE_RULES:
         for m in rx.finditer(text):
@@ -99,7 +104,7 @@ def extract_codes(text: str) -> set[str]:
             value = groups[0] if groups else ""
             code = (fmt or "{0}").format(value)
             found.add(code.replace(" ", "_").upper() if not code.startswith("nccl") else code)
-    return found
+    return frozenset(found)
 
 
 # --- exact evidence: wildcard templates -----------------------------------------------------
@@ -121,8 +126,17 @@ def template_regex(indicator: str) -> re.Pattern[str] | None:
     toks = _tokens(mask_text(indicator))
     if sum(1 for t in toks if len(t) >= 2 and t.isalpha()) < 3:
         return None
-    parts = [r"(?:\S+ ){0,3}?\S+" if t == "<*>" else re.escape(t) for t in toks]
-    return re.compile(r"(?:^| )" + " ".join(parts) + r"(?: |$)")
+    parts: list[str] = []
+    for i, t in enumerate(toks):
+        if t == "<*>":
+            parts.append(r" (?:\S+ ){0,3}?\S+")
+        else:
+            parts.append((" " if i else "") + re.escape(t))
+            # After punctuation a line may carry extra fields (pid, time, rank) that the
+            # indicator does not: allow a few tokens there, never inside a phrase.
+            if not t[0].isalnum() and i + 1 < len(toks):
+                parts.append(r"(?: \S+){0,8}?")
+    return re.compile(r"(?:^| )" + "".join(parts).lstrip() + r"(?: |$)")
 
 
 def _norm_for_template(text: str) -> str:

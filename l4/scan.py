@@ -26,9 +26,14 @@ from l4.mask import DIGIT_TABLE, is_continuation, mask_line, number_spans, numbe
 from l4.timeparse import parse_ts, ts_from_layout, ts_layout
 
 #: occurrences kept per shape to decide whether it counts iterations
-N_SAMPLES = 8
+N_SAMPLES = 5
 #: at most this many iteration-marker candidates per file
 MAX_MARKERS = 24
+# Per-process caches keyed by digit-collapsed line: the same keys recur on every node of a
+# job (rank prefixes collapse too), so a worker masks each distinct key once per job.
+_CACHE_MAX = 200_000
+_MASKED: dict[bytes, str] = {}
+_LAYOUTS: dict[bytes, tuple] = {}
 _HEX_RUN = re.compile(rb"0x[0-9a-fA-F]+")
 #: context lines (traceback frames) kept after an example line
 MAX_CONTEXT = 30
@@ -66,6 +71,7 @@ class NodeScan:
     last_line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     first_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     first_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
+    last_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     examples: dict[int, tuple[int, str, list[str]]] = field(default_factory=dict)
     seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     markers: dict[int, MarkerTrack] = field(default_factory=dict)
@@ -81,7 +87,7 @@ def _decode(raw: bytes) -> str:
 def _is_binary(text: str) -> bool:
     if "\x00" in text:
         return True
-    if not text:
+    if not text or text.isprintable():
         return False
     bad = sum(1 for ch in text if (ord(ch) < 32 and ch not in "\t\r") or ch == "\ufffd")
     return bad > 0.3 * len(text)
@@ -101,8 +107,9 @@ class _Scanner:
         self.last_line: list[int] = []
         self.first_pos: list[int] = []
         self.first_ts: list[float] = []
+        self.last_ts: list[float] = []
         self.examples: dict[int, tuple[int, str, list[str]]] = {}
-        self.samples: dict[int, list[tuple[int, int, str]]] = {}  # shape -> [(pos, line, text)]
+        self.samples: dict[int, list[tuple]] = {}  # shape -> [(pos, line, raw, numbers)]
         self.candidates: set[int] = set()
         self.rejected: set[int] = set()
         self.markers: dict[int, MarkerTrack] = {}
@@ -117,7 +124,6 @@ class _Scanner:
         self.last_text = ""
         self.key_shape_arr = np.zeros(0, np.int64)
         self.keys: list[bytes] = []
-        self.layouts: dict[int, tuple] = {}
 
     # -- shapes -------------------------------------------------------------------------
     def _add_key(self, key: bytes) -> int:
@@ -134,7 +140,11 @@ class _Scanner:
         elif is_continuation(text):
             sid = -2
         else:
-            shape = mask_line(text) or "<EMPTY>"
+            shape = _MASKED.get(key)
+            if shape is None:
+                shape = mask_line(text) or "<EMPTY>"
+                if len(_MASKED) < _CACHE_MAX:
+                    _MASKED[key] = shape
             sid = self.shape_index.get(shape, -4)
             if sid == -4:
                 sid = len(self.shapes)
@@ -145,6 +155,7 @@ class _Scanner:
                 self.last_line.append(0)
                 self.first_pos.append(0)
                 self.first_ts.append(math.nan)
+                self.last_ts.append(math.nan)
         self.key_shape.append(sid)
         return kid
 
@@ -202,6 +213,11 @@ class _Scanner:
                     self.examples[sid] = (line0 + bl + 1, text[:2000], _context(raw_lines, bl, sids))
                 self.counts[sid] += c
                 self.last_line[sid] = line0 + int(rec_lines[seg_last]) + 1
+                if raw_lines is None:
+                    raw_lines = block.split(b"\n")
+                ts_last = parse_ts(_decode(raw_lines[int(rec_lines[seg_last])][:200]))
+                if not math.isnan(ts_last):
+                    self.last_ts[sid] = ts_last
                 if sid in self.rejected:
                     continue
                 if raw_lines is None:
@@ -240,33 +256,33 @@ class _Scanner:
         if sid in self.candidates:
             self._extend_track(self.markers[sid], seg, rec_lines, raw_lines, line0, pos0, kids)
             return
+        if "<*>" not in self.shapes[sid]:
+            self.rejected.add(sid)  # no number, cannot count iterations
+            return
         samples = self.samples.setdefault(sid, [])
         taken = 0
         for r in seg.tolist():
             if len(samples) >= N_SAMPLES:
                 break
             bl = int(rec_lines[r])
-            samples.append((pos0 + r, line0 + bl + 1, _decode(raw_lines[bl])))
+            raw = raw_lines[bl]
+            samples.append((pos0 + r, line0 + bl + 1, raw, self._numbers(int(kids[bl]), raw)))
             taken += 1
-        if len(samples) < 4:
+        if len(samples) < N_SAMPLES:
             return
-        if not _is_step_counter([numbers_in(t) for _, _, t in samples]):
-            if len(samples) >= N_SAMPLES:
-                self.rejected.add(sid)
-                self.samples.pop(sid, None)
-            return
-        if len(self.candidates) >= MAX_MARKERS:
+        rows = [nums for _, _, _, nums in samples]
+        fs = step_field(rows)
+        if fs is None or len(self.candidates) >= MAX_MARKERS:
             self.rejected.add(sid)
+            self.samples.pop(sid, None)
             return
         self.candidates.add(sid)
-        rows = [numbers_in(t) for _, _, t in samples]
-        fs = step_field(rows)
         track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
-        for (pos, line, text), row in zip(samples, rows, strict=True):
+        for pos, line, raw, row in samples:
             track.positions.append(pos)
             track.lines.append(line)
             track.numbers.append([row[fs[0]]])
-            track.ts.append(parse_ts(text))
+            track.ts.append(parse_ts(_decode(raw)))
         self.markers[sid] = track
         del self.samples[sid]
         rest = seg[taken:]
@@ -274,13 +290,21 @@ class _Scanner:
             self._track(sid, rest, rec_lines, raw_lines, line0, pos0, kids)
 
     def _layout(self, kid: int) -> tuple:
-        lay = self.layouts.get(kid)
+        key = self.keys[kid]
+        lay = _LAYOUTS.get(key)
         if lay is None:
-            text = self.keys[kid].decode("latin-1")
+            text = key.decode("latin-1")
             _, spans = number_spans(text)
             lay = (ts_layout(text), spans)
-            self.layouts[kid] = lay
+            if len(_LAYOUTS) < _CACHE_MAX:
+                _LAYOUTS[key] = lay
         return lay
+
+    def _numbers(self, kid: int, raw: bytes) -> list[float]:
+        """Numbers of one raw line, sliced at its key's offsets (no regex per line)."""
+        if b"0x0" in self.keys[kid]:
+            return numbers_in(_decode(raw))
+        return [_to_float(raw[a:b]) for a, b in self._layout(kid)[1]]
 
     def _extend_track(self, track, seg, rec_lines, raw_lines, line0, pos0, kids) -> None:
         """Append a block's occurrences of a marker shape, without a regex per line.
@@ -330,6 +354,7 @@ class _Scanner:
         scan.last_line = np.asarray(self.last_line, dtype=np.int64)
         scan.first_pos = np.asarray(self.first_pos, dtype=np.int64)
         scan.first_ts = np.asarray(self.first_ts, dtype=np.float64)
+        scan.last_ts = np.asarray(self.last_ts, dtype=np.float64)
         scan.examples = self.examples
         scan.seq = (
             np.concatenate(self.seq_parts) if self.seq_parts else np.zeros(0, np.uint32)
@@ -374,11 +399,6 @@ def _context(raw_lines: list[bytes], bl: int, sids: np.ndarray) -> list[str]:
         out.append(_decode(raw_lines[j])[:500])
         j += 1
     return out
-
-
-def _is_step_counter(rows: list[list[float]]) -> bool:
-    """True when some numeric field advances by one fixed positive step in every sample."""
-    return step_field(rows) is not None
 
 
 def step_field(rows: list[list[float]]) -> tuple[int, float] | None:

@@ -11,26 +11,39 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-_STRONG = re.compile(
-    r"\b(?:fatal|panic|segmentation fault|core dumped|sig(?:kill|segv|abrt|bus)|bus error"
-    r"|out of memory|oom|xid|ecc|uncorrectable|fallen off|fell off|illegal memory"
-    r"|nan\b|inf\b|no space left|stale file|input/output error|read-only file system"
-    r"|disk quota|killed|exitcode|exit code|exited with|non-zero status|core dump"
-    r"|unhandled|aborted|abort\b|traceback|exception|watchdog|hccl.*error|nccl.*error"
-    r"|ei\d{4}|ee\d{4}|eh\d{4}|el\d{4}|ej\d{4}|err\d{5}|cuda error|cudaerror|device-side"
-    r"|hbm|aicore|preempt|evict|cancelled|canceled|node fail|drain)",
+# Wording that names a *cause*: hardware faults, exhausted resources, bad data or code,
+# scheduler decisions.  These are what an SRE acts on.
+_CAUSE = re.compile(
+    r"(?:\bxid\b|\becc\b|uncorrectable|fallen off the bus|fell off the bus|nvlink|\bhbm\b"
+    r"|aicore|ai core|row remap|page retire|pcie? .*error|\baer\b|link (?:is )?down|port (?:error|down)"
+    r"|out of memory|\boom\b|oom-kill|killed process|memory cgroup|cannot allocate memory"
+    r"|\bnan\b|\binf\b|overflow.*loss scale|loss scale.*(?:minimum|1\.0)|grad norm: nan"
+    r"|no space left|disk quota|stale file handle|input/output error|read-only file system"
+    r"|storagefull|file write failed|failed writing|failed reading"
+    r"|segmentation fault|sigsegv|signal 11|exitcode: -11|exitcode: -9|signal 9|sigkill\b|bus error"
+    r"|illegal memory access|illegal address|device-side assert|unspecified launch failure"
+    r"|size mismatch|shape mismatch|shape .* (?:does not|doesn't) match|mismatch between saved"
+    r"|no such file or directory|filenotfounderror|permission denied|does not exist"
+    r"|unexpected key|missing key|corrupt|invalid (?:header|magic)|checksum"
+    r"|version (?:mismatch|incompatib)|incompatible|not supported by|undefined symbol"
+    r"|preempt|evict|node fail|due to node failure|cancelled|canceled|time limit"
+    r"|ei\d{4}|ee\d{4}|eh\d{4}|el\d{4}|ej\d{4}|err\d{5}|507\d{3}"
+    r"|could not find net|failed to find reverse path|unhandled system error|unhandled cuda error"
+    r"|cuda error|cudaerror|nccl error|ncclinternalerror|ncclsystemerror|ncclinvalidusage"
+    r"|fatal|panic|core dumped)",
     re.I,
 )
 _MEDIUM = re.compile(
-    r"\b(?:error|errno|failed|failure|fail|timeout|timed out|time out|unreachable|refused"
-    r"|reset by peer|broken pipe|connection closed|lost|mismatch|not found|no such file"
-    r"|corrupt|invalid|denied|terminat\w*|hang|stuck|retry|overflow|skipped)",
+    r"\b(?:error|errno|exception|failed|failure|fail|abort\w*|killed|timeout|timed out|time out"
+    r"|unreachable|refused|reset by peer|broken pipe|connection closed|lost|mismatch|not found"
+    r"|invalid|denied|terminat\w*|hang|stuck|exitcode|exit code|exited|signal|watchdog"
+    r"|sigterm|sigabrt|traceback)",
     re.I,
 )
-_WEAK = re.compile(r"\b(?:warn|warning|deprecat\w*|slow|straggler|waiting)", re.I)
+_WEAK = re.compile(r"\b(?:warn|warning|deprecat\w*|slow|straggler|waiting|retry\w*|skipped)", re.I)
 _BENIGN = re.compile(
     r"\b(?:0 errors?|no errors?|errors?[=:] ?0\b|success\w*|completed?|ok\b|init complete"
-    r"|skipped=0|warning: .*deprecat)",
+    r"|skipped=0|deprecat\w*)",
     re.I,
 )
 _LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)")
@@ -38,15 +51,16 @@ _LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)"
 
 @lru_cache(maxsize=65536)
 def severity(template: str) -> float:
-    """0 for routine lines, up to 1 for lines that name a failure outright."""
-    score = 0.0
-    if _STRONG.search(template):
+    """0 for routine lines, 0.15 warnings, 0.6 errors, 1.0 when a cause is named."""
+    if _CAUSE.search(template):
         score = 1.0
     elif _MEDIUM.search(template) or _LEVEL_ERR.search(template):
         score = 0.6
     elif _WEAK.search(template):
         score = 0.15
-    if score and _BENIGN.search(template) and score < 1.0:
+    else:
+        return 0.0
+    if _BENIGN.search(template) and score < 1.0:
         score *= 0.3
     return score
 

@@ -86,7 +86,7 @@ R!RuntimeError: CUDA error: uncorrectable ECC error encountered
 R CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
 R For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
 R Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
-R 
+R
 R![E ProcessGroupNCCL.cpp:916] [Rank {rank}] NCCL watchdog thread terminated with exception: CUDA error: uncorrectable ECC error encountered
 R Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:44 (most recent call first):
 """)
@@ -106,7 +106,7 @@ R For debugging consider passing CUDA_LAUNCH_BLOCKING=1.
 
 _def("ib_port_error", "F015", """
 R!{host}:{pid}:{tid} [{lrank}] transport/net_ib.cc:93 NCCL WARN NET/IB : Got async event : port error
-R 
+R
 """)
 
 _def("npu_hbm_uce", "F119 (torch_npu error layout); F123 (EH9999 layout); CANN aclError 507053 ACL_ERROR_RT_DEVICE_MEM_ERROR (HBM multi-bit ECC / UCE)", """
@@ -123,7 +123,7 @@ _def("pcie_aer", "F002", """
 K!pcieport {root_port}: AER: Corrected error received: {root_port}
 K!pcieport {root_port}: PCIe Bus Error: severity=Corrected, type=Data Link Layer, (Transmitter ID)
 K pcieport {root_port}:   device [8086:6f08] error status/mask=00001000/00002000
-K pcieport {root_port}:    [12] Timeout               
+K pcieport {root_port}:    [12] Timeout
 """)
 
 _def("pcie_aer_fatal", "F002; Linux AER driver message format", """
@@ -355,8 +355,8 @@ _def("aicpu_exception", "F123", """
 R!EH9999: {hccl_ts}  wait for compute device to finish failed, runtime result = 507018.[FUNC:ReportCallError][FILE:log_inner.cpp][LINE:161]
 R         TraceBack (most recent call last):
 R  (function npuSynchronizeDevice)
-R![W NPUStream.cpp:365] Warning: NPU warning, error code is 507018[Error]: 
-R![Error]: The aicpu execution is abnormal. 
+R![W NPUStream.cpp:365] Warning: NPU warning, error code is 507018[Error]:
+R![Error]: The aicpu execution is abnormal.
 R         Rectify the fault based on the error information in the ascend log.
 R!EH9999: Inner Error!
 R!        rtDeviceSynchronize execute failed, reason=[aicpu exception][FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:53]
@@ -370,7 +370,7 @@ R!  what():  [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Process group watchdog 
 R CUDA kernel errors might be asynchronously reported at some other API call, so the stacktrace below might be incorrect.
 R For debugging consider passing CUDA_LAUNCH_BLOCKING=1
 R Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.
-R 
+R
 R Exception raised from c10_cuda_check_implementation at ../c10/cuda/CUDAException.cpp:43 (most recent call first):
 R frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x96 (0x{addr} in {site}/torch/lib/libc10.so)
 R frame #1: c10::detail::torchCheckFail(char const*, char const*, unsigned int, std::string const&) + 0x64 (0x{addr} in {site}/torch/lib/libc10.so)
@@ -422,7 +422,7 @@ R frame #3: c10d::ProcessGroupNCCL::ncclCommWatchdog() + 0x14d (0x{addr} in {sit
 R frame #4: <unknown function> + 0xdc253 (0x{addr} in /usr/lib/x86_64-linux-gnu/libstdc++.so.6)
 R frame #5: <unknown function> + 0x94ac3 (0x{addr} in /usr/lib/x86_64-linux-gnu/libc.so.6)
 R frame #6: <unknown function> + 0x126850 (0x{addr} in /usr/lib/x86_64-linux-gnu/libc.so.6)
-R 
+R
 R!terminate called after throwing an instance of 'c10::DistBackendError'
 R!  what():  [PG ID 0 PG GUID 0(default_pg) Rank {rank}] Process group watchdog thread terminated with exception: [Rank {rank}] Watchdog caught collective operation timeout: WorkNCCL(SeqNum={seq}, OpType={optype}, NumelIn={numel}, NumelOut={numel_out}, Timeout(ms)={timeout_ms}) ran for {ran_ms} milliseconds before timing out.
 """, kind="nccl_watchdog_timeout")
@@ -462,7 +462,7 @@ R!{host}:{pid}:{tid} [{lrank}] ib_plugin.c:1615 NCCL WARN NET/IB : Got completio
 R {host}:{pid}:{tid} [{lrank}] NCCL INFO transport/net.cc:1302 -> 6
 R {host}:{pid}:{tid} [{lrank}] NCCL INFO proxy.cc:698 -> 6
 R {host}:{pid}:{tid} [{lrank}] NCCL INFO proxy.cc:878 -> 6 [Progress Thread]
-R 
+R
 """, kind="nccl_ib_completion_error")
 
 _def("tcpstore_reset", "F133; F134; F072", """
@@ -511,7 +511,7 @@ A   File "{site}/torch/distributed/run.py", line 919, in main
 A     run(args)
 A   File "{site}/torch/distributed/launcher/api.py", line 263, in launch_agent
 A     raise ChildFailedError(
-A!torch.distributed.elastic.multiprocessing.errors.ChildFailedError: 
+A!torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
 A ============================================================
 A!{script} FAILED
 A ------------------------------------------------------------
@@ -587,7 +587,7 @@ S!a non-zero exit code. Per user-direction, the job has been aborted.
 S --------------------------------------------------------------------------
 S!mpirun detected that one or more processes exited with non-zero status, thus causing
 S the job to be terminated. The first process to do so was:
-S 
+S
 S   Process name: [[{mpi_job},1],{first_rank}]
 S   Exit code:    {exit_status}
 S --------------------------------------------------------------------------
@@ -846,7 +846,7 @@ FAULT_MARKERS: tuple[str, ...] = (
 _TORCHRUN_BANNER = """
 A WARNING:torch.distributed.run:
 A *****************************************
-A Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed. 
+A Setting OMP_NUM_THREADS environment variable for each process to be 1 in default, to avoid your system being overloaded, please further tune the variable for optimal performance in your application as needed.
 A *****************************************
 """  # F135
 
@@ -900,7 +900,7 @@ R >>> done with dataset index builder. Compilation time: 0.061 seconds
 R > compiling and loading fused kernels ...
 R >>> done with compiling and loading fused kernels. Compilation time: 2.174 seconds
 R time to initialize megatron (seconds): {init_secs}
-R [after megatron is initialized] datetime: {br_ts} 
+R [after megatron is initialized] datetime: {br_ts}
 """  # N005, N007
 
 _MG_MODEL = """
@@ -917,12 +917,12 @@ R (min, max) time across ranks (ms):
 R     load-checkpoint ................................: ({ms_a}, {ms_b})
 """  # N005, N028
 _MG_FRESH = """
-R WARNING: could not find the metadata file {ckpt_dir}/latest_checkpointed_iteration.txt 
+R WARNING: could not find the metadata file {ckpt_dir}/latest_checkpointed_iteration.txt
 R     will not load any checkpoints and will start from random
 """
 _MG_MODEL_DONE = """
 R > learning rate decay style: cosine
-R [after model, optimizer, and learning rate scheduler are built] datetime: {br_ts} 
+R [after model, optimizer, and learning rate scheduler are built] datetime: {br_ts}
 """
 _MG_DATA = """
 R > building train, validation, and test datasets ...
@@ -937,32 +937,34 @@ R INFO:megatron.core.datasets.gpt_dataset:> total number of epochs: 1
 R INFO:megatron.core.datasets.gpt_dataset:Load the GPTDataset valid indices
 R INFO:megatron.core.datasets.gpt_dataset:> total number of samples: {valid_samples}
 R > finished creating GPT datasets ...
-R [after dataloaders are built] datetime: {br_ts} 
+R [after dataloaders are built] datetime: {br_ts}
 R done with setup ...
 R (min, max) time across ranks (ms):
 R     model-and-optimizer-setup ......................: ({ms_a}, {ms_b})
 R     train/valid/test-data-iterators-setup ..........: ({ms_c}, {ms_d})
 R training ...
-R [before the start of training step] datetime: {br_ts} 
+R [before the start of training step] datetime: {br_ts}
 """  # N028, N029, N031
 
 _MG_EVAL = """
 R (min, max) time across ranks (ms):
 R     evaluate .......................................: ({ms_a}, {ms_b})
 R ----------------------------------------------------------------------------------------------
-R  validation loss at iteration {it} | lm loss value: {val_loss_e} | lm loss PPL: {val_ppl_e} | 
+R  validation loss at iteration {it} | lm loss value: {val_loss_e} | lm loss PPL: {val_ppl_e} |
 R ----------------------------------------------------------------------------------------------
 """  # N003, N028
 _MG_SAVE = """
 R saving checkpoint at iteration {it:7d} to {ckpt_dir} in torch_dist format
+"""  # N028
+_MG_SAVED = """
 R   successfully saved checkpoint from iteration {it:7d} to {ckpt_dir} [ t 1/{tp}, p 1/{pp} ]
 R (min, max) time across ranks (ms):
 R     save-checkpoint ................................: ({ms_a}, {ms_b})
 """  # N026, N028
 _MG_FINAL = """
-R [after training is done] datetime: {br_ts} 
+R [after training is done] datetime: {br_ts}
 R ------------------------------------------------------------------------------------------------------------------
-R  validation loss at the end of training for val data | lm loss value: {val_loss_e} | lm loss PPL: {val_ppl_e} | 
+R  validation loss at the end of training for val data | lm loss value: {val_loss_e} | lm loss PPL: {val_ppl_e} |
 R ------------------------------------------------------------------------------------------------------------------
 """  # N030
 _AGENT_DONE = """
@@ -1007,7 +1009,7 @@ R [{py_ts}] [INFO] [logging.py:96:log_dist] [Rank 0] Creating torch.{dtype} ZeRO
 R [{py_ts}] [INFO] [stage_1_and_2.py:148:__init__] Reduce bucket size 500000000
 R [{py_ts}] [INFO] [stage_1_and_2.py:149:__init__] Allgather bucket size 500000000
 R [{py_ts}] [INFO] [utils.py:827:see_memory_usage] Before initializing optimizer states
-R [{py_ts}] [INFO] [utils.py:828:see_memory_usage] MA {mem_a} GB         Max_MA {mem_b} GB         CA {mem_b} GB         Max_CA {mem_c} GB 
+R [{py_ts}] [INFO] [utils.py:828:see_memory_usage] MA {mem_a} GB         Max_MA {mem_b} GB         CA {mem_b} GB         Max_CA {mem_c} GB
 R [{py_ts}] [INFO] [utils.py:836:see_memory_usage] CPU Virtual Memory:  used = {cpu_used} GB, percent = {cpu_pct}%
 R [{py_ts}] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed Final Optimizer = FusedAdam
 R [{py_ts}] [INFO] [logging.py:96:log_dist] [Rank 0] DeepSpeed using configured LR scheduler = WarmupDecayLR
@@ -1033,16 +1035,22 @@ R Beginning of Epoch 1/1, Total Micro Batches {micro_total}
 """  # N025
 _DS_EVAL = """
 R {loguru_ts} | INFO     | __main__:evaluation:240 - ***** Evaluating perplexity, Epoch 1/1 *****
+"""
+_DS_EVALED = """
 R {loguru_ts} | INFO     | __main__:evaluation:251 - ppl: {val_ppl_f}, loss: {val_loss_f}
 """
 _DS_SAVE_R0 = """
 R [{py_ts}] [INFO] [logging.py:96:log_dist] [Rank 0] [Torch] Checkpoint global_step{it} is about to be saved!
 R [{py_ts}] [INFO] [logging.py:96:log_dist] [Rank 0] Saving model checkpoint: {ckpt_dir}/global_step{it}/mp_rank_00_model_states.pt
 R [{py_ts}] [INFO] [torch_checkpoint_engine.py:21:save] [Torch] Saving {ckpt_dir}/global_step{it}/mp_rank_00_model_states.pt...
-R [{py_ts}] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] Saved {ckpt_dir}/global_step{it}/mp_rank_00_model_states.pt.
 """  # N032
 _DS_SAVE_ALL = """
 R [{py_ts}] [INFO] [torch_checkpoint_engine.py:21:save] [Torch] Saving {ckpt_dir}/global_step{it}/zero_pp_rank_{rank}_mp_rank_00_optim_states.pt...
+"""  # N032
+_DS_SAVED_R0 = """
+R [{py_ts}] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] Saved {ckpt_dir}/global_step{it}/mp_rank_00_model_states.pt.
+"""  # N032
+_DS_SAVED_ALL = """
 R [{py_ts}] [INFO] [torch_checkpoint_engine.py:23:save] [Torch] Saved {ckpt_dir}/global_step{it}/zero_pp_rank_{rank}_mp_rank_00_optim_states.pt.
 R [{py_ts}] [INFO] [engine.py:3244:_save_zero_checkpoint] zero checkpoint saved {ckpt_dir}/global_step{it}/zero_pp_rank_{rank}_mp_rank_00_optim_states.pt
 """  # N032
@@ -1112,29 +1120,35 @@ R [INFO|trainer.py:2142] {py_ts} >>   Total optimization steps = {train_iters}
 R [INFO|trainer.py:2143] {py_ts} >>   Number of trainable parameters = {n_params_commas}
 """  # N018
 _HF_EVAL = """
-R [INFO|trainer.py:3819] {py_ts} >> 
+R [INFO|trainer.py:3819] {py_ts} >>
 R ***** Running Evaluation *****
 R [INFO|trainer.py:3821] {py_ts} >>   Num examples = {val_rows}
 R [INFO|trainer.py:3824] {py_ts} >>   Batch size = 8
+"""
+_HF_EVALED = """
 R {{'eval_loss': {val_loss_f}, 'eval_runtime': {secs_a}.{secs_b:02d}, 'eval_samples_per_second': {rate_a}, 'eval_steps_per_second': {rate_b}, 'epoch': {epoch}}}
 """
 _HF_SAVE = """
 R [INFO|trainer.py:3503] {py_ts} >> Saving model checkpoint to {out_dir}/checkpoint-{it}
 R [INFO|configuration_utils.py:472] {py_ts} >> Configuration saved in {out_dir}/checkpoint-{it}/config.json
 R [INFO|configuration_utils.py:807] {py_ts} >> Configuration saved in {out_dir}/checkpoint-{it}/generation_config.json
+"""  # N019
+_HF_SAVED = """
 R [INFO|modeling_utils.py:2807] {py_ts} >> Model weights saved in {out_dir}/checkpoint-{it}/model.safetensors
 R [INFO|tokenization_utils_base.py:2702] {py_ts} >> tokenizer config file saved in {out_dir}/checkpoint-{it}/tokenizer_config.json
 R [INFO|tokenization_utils_base.py:2711] {py_ts} >> Special tokens file saved in {out_dir}/checkpoint-{it}/special_tokens_map.json
 """  # N019
 _HF_FINAL = """
-R [INFO|trainer.py:2394] {py_ts} >> 
-R 
+R [INFO|trainer.py:2394] {py_ts} >>
+R
 R Training completed. Do not forget to share your model on huggingface.co/models =)
-R 
-R 
+R
+R
 R {{'train_runtime': {train_rt}, 'train_samples_per_second': {rate_a}, 'train_steps_per_second': {rate_b}, 'train_loss': {val_loss_f}, 'epoch': 1.0}}
 R [INFO|trainer.py:3503] {py_ts} >> Saving model checkpoint to {out_dir}
 R [INFO|configuration_utils.py:472] {py_ts} >> Configuration saved in {out_dir}/config.json
+"""
+_HF_FINAL_DONE = """
 R [INFO|modeling_utils.py:2807] {py_ts} >> Model weights saved in {out_dir}/model.safetensors
 R ***** train metrics *****
 R   epoch                    =        1.0
@@ -1178,10 +1192,14 @@ R [titan] {py_ts} - root - INFO - validate step: {it:2d}  loss: {val_loss_f}  me
 _TT_SAVE = """
 R [titan] {py_ts} - root - INFO - Saving the checkpoint (or staging if async is enabled).
 R [titan] {py_ts} - root - INFO - [GC] GC collection invoked by checkpointer. 0.02 seconds.
+"""
+_TT_SAVED = """
 R [titan] {py_ts} - root - INFO - Finished saving the checkpoint (or staging if async is enabled)in {secs_a}.{secs_b:02d} seconds.
 """
 _TT_FINAL = """
 R [titan] {py_ts} - root - INFO - Saving a full checkpoint at last step, step {it}.
+"""
+_TT_FINAL_DONE = """
 R [titan] {py_ts} - root - INFO - Finished saving the checkpoint (or staging if async is enabled)in {secs_a}.{secs_b:02d} seconds.
 R [titan] {py_ts} - root - INFO - Sleeping 2 seconds for other ranks to complete
 R [titan] {py_ts} - root - INFO - Training completed
@@ -1246,28 +1264,32 @@ STARTUP: dict[str, tuple[Step, ...]] = {
     "torchtitan": _TORCHTITAN_STARTUP,
 }
 EVAL: dict[str, tuple[Step, ...]] = {
-    "megatron": (("evaluation", "last", "", 0.0, _MG_EVAL),),
-    "mindspeed": (("evaluation", "last", "", 0.0, _MG_EVAL),),
-    "deepspeed": (("evaluation", "r0", "", 0.0, _DS_EVAL),),
-    "hf": (("evaluation", "r0", "", 0.0, _HF_EVAL),),
-    "torchtitan": (("evaluation", "l0", "", 0.0, _TT_EVAL),),
+    "megatron": (("evaluation", "last", "end", 0.0, _MG_EVAL),),
+    "mindspeed": (("evaluation", "last", "end", 0.0, _MG_EVAL),),
+    "deepspeed": (("evaluation", "r0", "", 0.0, _DS_EVAL), ("evaluation", "r0", "end", 0.0, _DS_EVALED)),
+    "hf": (("evaluation", "r0", "", 0.0, _HF_EVAL), ("evaluation", "r0", "end", 0.0, _HF_EVALED)),
+    "torchtitan": (("evaluation", "l0", "end", 0.0, _TT_EVAL),),
 }
 SAVE: dict[str, tuple[Step, ...]] = {
-    "megatron": (("checkpointing", "r0", "", 0.0, _MG_SAVE),),
-    "mindspeed": (("checkpointing", "r0", "", 0.0, _MG_SAVE),),
-    "deepspeed": (("checkpointing", "r0", "", 0.3, _DS_SAVE_R0), ("checkpointing", "all", "", 2.0, _DS_SAVE_ALL),
-                  ("checkpointing", "r0", "", 0.0, _DS_SAVE_DONE)),
-    "hf": (("checkpointing", "r0", "", 0.0, _HF_SAVE),),
-    "torchtitan": (("checkpointing", "l0", "", 0.0, _TT_SAVE),),
+    "megatron": (("checkpointing", "r0", "", 0.0, _MG_SAVE), ("checkpointing", "r0", "end", 0.0, _MG_SAVED)),
+    "mindspeed": (("checkpointing", "r0", "", 0.0, _MG_SAVE), ("checkpointing", "r0", "end", 0.0, _MG_SAVED)),
+    "deepspeed": (("checkpointing", "r0", "", 0.3, _DS_SAVE_R0), ("checkpointing", "all", "", 0.0, _DS_SAVE_ALL),
+                  ("checkpointing", "r0", "end", 0.0, _DS_SAVED_R0), ("checkpointing", "all", "end", 0.0, _DS_SAVED_ALL),
+                  ("checkpointing", "r0", "end", 0.0, _DS_SAVE_DONE)),
+    "hf": (("checkpointing", "r0", "", 0.0, _HF_SAVE), ("checkpointing", "r0", "end", 0.0, _HF_SAVED)),
+    "torchtitan": (("checkpointing", "l0", "", 0.0, _TT_SAVE), ("checkpointing", "l0", "end", 0.0, _TT_SAVED)),
 }
 FINAL: dict[str, tuple[Step, ...]] = {
-    "megatron": (("finalization", "last", "", 3.0, _MG_FINAL), ("finalization", "r0", "", 20.0, _MG_SAVE),
-                 ("finalization", "node", "torchrun", 0.0, _AGENT_DONE)),
-    "mindspeed": (("finalization", "last", "", 3.0, _MG_FINAL), ("finalization", "r0", "", 20.0, _MG_SAVE),
-                  ("finalization", "node", "torchrun", 0.0, _AGENT_DONE)),
+    "megatron": (("finalization", "last", "", 3.0, _MG_FINAL), ("finalization", "r0", "", 0.0, _MG_SAVE),
+                 ("finalization", "r0", "end", 0.0, _MG_SAVED), ("finalization", "node", "torchrun+end", 0.0, _AGENT_DONE)),
+    "mindspeed": (("finalization", "last", "", 3.0, _MG_FINAL), ("finalization", "r0", "", 0.0, _MG_SAVE),
+                  ("finalization", "r0", "end", 0.0, _MG_SAVED), ("finalization", "node", "torchrun+end", 0.0, _AGENT_DONE)),
     "deepspeed": (("finalization", "r0", "", 1.0, _DS_FINAL), ("finalization", "r0", "", 0.3, _DS_SAVE_R0),
-                  ("finalization", "all", "", 8.0, _DS_SAVE_ALL), ("finalization", "r0", "", 2.0, _DS_SAVE_DONE),
-                  ("finalization", "node_all", "", 0.0, _DS_EXIT)),
-    "hf": (("finalization", "r0", "", 15.0, _HF_FINAL), ("finalization", "node", "torchrun", 0.0, _AGENT_DONE)),
-    "torchtitan": (("finalization", "l0", "", 3.0, _TT_FINAL), ("finalization", "node", "torchrun", 0.0, _AGENT_DONE)),
+                  ("finalization", "all", "", 0.0, _DS_SAVE_ALL), ("finalization", "r0", "end", 0.0, _DS_SAVED_R0),
+                  ("finalization", "all", "end", 0.0, _DS_SAVED_ALL), ("finalization", "r0", "end", 0.0, _DS_SAVE_DONE),
+                  ("finalization", "node_all", "end", 0.0, _DS_EXIT)),
+    "hf": (("finalization", "r0", "", 0.0, _HF_FINAL), ("finalization", "r0", "end", 0.0, _HF_FINAL_DONE),
+           ("finalization", "node", "torchrun+end", 0.0, _AGENT_DONE)),
+    "torchtitan": (("finalization", "l0", "", 0.0, _TT_FINAL), ("finalization", "l0", "end", 0.0, _TT_FINAL_DONE),
+                   ("finalization", "node", "torchrun+end", 0.0, _AGENT_DONE)),
 }

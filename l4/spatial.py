@@ -53,7 +53,7 @@ def iforest_scores(features: np.ndarray, seed: int = 0) -> np.ndarray:
     n = features.shape[0]
     if n < 3 or features.shape[1] == 0 or np.allclose(features, features[0]):
         return np.zeros(n)
-    model = IsolationForest(n_estimators=200, random_state=seed, contamination="auto")
+    model = IsolationForest(n_estimators=100, random_state=seed, contamination="auto")
     model.fit(features)
     raw = -model.score_samples(features)
     lo, hi = raw.min(), raw.max()
@@ -65,11 +65,15 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     anom = cross.anomalous
     share = np.maximum(anom.sum(axis=0), 1).astype(np.float64)
     echo = np.array([is_symptom(t) for t in job.templates], dtype=bool)
-    weight = (0.25 + cross.severity) * np.where(cross.novel, 1.0, 0.6) / share
+    weight = (0.1 + cross.severity) ** 2 * np.where(cross.novel, 1.0, 0.6) / share
     weight = weight * np.where(echo, SYMPTOM_WEIGHT, 1.0)
     strength = np.log1p(cross.excess)
     strength = np.where(anom, 1.0 + 0.25 * strength, 0.0)
-    return (strength * weight[None, :]).sum(axis=1)
+    contrib = strength * weight[None, :]
+    # one named cause outweighs a pile of echoes: the k-th strongest event counts 0.35^k
+    contrib = -np.sort(-contrib, axis=1)
+    decay = 0.35 ** np.arange(contrib.shape[1])
+    return contrib @ decay
 
 
 def missing_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:

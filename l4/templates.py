@@ -24,7 +24,7 @@ from drain3.template_miner_config import TemplateMinerConfig
 
 logging.getLogger("drain3").setLevel(logging.WARNING)
 
-SIM_TH = 0.5
+SIM_TH = 0.7
 DEPTH = 4
 MAX_CHILDREN = 100
 
@@ -72,6 +72,9 @@ class TemplateStore:
                 ) from exc
         self._snap = _Snapshot(state)
         self.miner = TemplateMiner(persistence_handler=self._snap, config=miner_config())
+        # Loaded; from now on drain3 must not serialise its whole state on every new
+        # cluster (it would, with a handler attached): we snapshot once, in save().
+        self.miner.persistence_handler = None
         self.dirty = False
 
     def add(self, masked: str) -> int:
@@ -98,8 +101,12 @@ class TemplateStore:
         if not self.path or not self.dirty:
             return
         self._snap.armed = True
-        self.miner.save_state("l4")
-        self._snap.armed = False
+        self.miner.persistence_handler = self._snap
+        try:
+            self.miner.save_state("l4")
+        finally:
+            self.miner.persistence_handler = None
+            self._snap.armed = False
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".templates-")
         with os.fdopen(fd, "wb") as fh:

@@ -182,6 +182,11 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         if hint and not (stage not in EARLY and stage is not None and hint in EARLY):
             stage = hint
             break
+    timed = _stage_by_time(job, stages, t0)
+    if timed is not None and not (stage not in EARLY and stage is not None and timed in EARLY):
+        # the job-wide latest stage transition before the failure (rank 0 announces saves,
+        # the last rank iterations, the culprit maybe nothing at all)
+        stage = timed
     if stage is None or stage in EARLY:
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
@@ -244,6 +249,36 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         scores.clear()
     result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     return result
+
+
+def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str | None:
+    """Stage of the latest stage-marking event, on any node, that happened by ``t0``.
+
+    Uses first/last timestamps per node and event: an event that started before ``t0`` and
+    was still being logged after it counts as active at ``t0``.  ``None`` without clocks.
+    """
+    if math.isnan(t0):
+        return None
+    cols = [c for c, st in enumerate(stages) if st is not None]
+    if not cols:
+        return None
+    first = job.first_ts[:, cols]
+    last = job.last_ts[:, cols]
+    last = np.where(np.isnan(last), first, last)
+    started = first <= t0 + 1.0
+    eff = np.where(started, np.minimum(last, t0), -np.inf)
+    if not np.isfinite(eff).any():
+        return None
+    best = np.nanmax(eff)
+    if best == -np.inf:
+        return None
+    # several stages active at t0 (periodic saves span it too): training is the usual state
+    hits = {stages[cols[j]] for j in np.nonzero(np.isclose(eff, best, rtol=0.0, atol=0.5).any(axis=0))[0]}
+    for st in ("training", "finalization", "checkpointing", "evaluation",
+               "model_loading", "data_loading", "initialization"):
+        if st in hits:
+            return st
+    return None
 
 
 def _pack_stage(job, cross, stages, r, t0) -> str | None:
