@@ -35,7 +35,7 @@ _WHO_RE = re.compile(
 # "[2024-05-01 12:00:00]", syslog "May  1 12:00:00", k8s RFC3339).
 _LEAD_TS_RE = re.compile(
     r"^ ?\[?\d{4}-\d\d-\d\d[T \-_]\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?\]? ?"
-    r"|^ ?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d "
+    r"|^ ?(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?: \d{4})? ?"
 )
 
 _RULES: list[tuple[re.Pattern[str], str]] = [

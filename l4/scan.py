@@ -392,13 +392,19 @@ def _to_float(v: bytes) -> float:
 
 
 def _context(raw_lines: list[bytes], bl: int, sids: np.ndarray) -> list[str]:
-    """Continuation lines (traceback frames) that follow an example line in its block."""
-    out: list[str] = []
+    """Continuation lines around an example line in its block: the traceback frames above
+    an exception line, or below a ``Traceback`` header (where the code path shows)."""
+    before: list[str] = []
+    j = bl - 1
+    while j >= 0 and sids[j] == -2 and len(before) < MAX_CONTEXT:
+        before.append(_decode(raw_lines[j])[:500])
+        j -= 1
+    after: list[str] = []
     j = bl + 1
-    while j < len(sids) and sids[j] == -2 and len(out) < MAX_CONTEXT:
-        out.append(_decode(raw_lines[j])[:500])
+    while j < len(sids) and sids[j] == -2 and len(after) < MAX_CONTEXT:
+        after.append(_decode(raw_lines[j])[:500])
         j += 1
-    return out
+    return before[::-1] + after
 
 
 def step_field(rows: list[list[float]]) -> tuple[int, float] | None:

@@ -46,6 +46,8 @@ _BENIGN = re.compile(
     r"|skipped=0|deprecat\w*)",
     re.I,
 )
+# a warning-level line that merely mentions trouble ("this can potentially cause a hang")
+_WARN_LEVEL = re.compile(r"^\[W[ \d]|^W\d{4}|\bWARNING\b|\[WARN\]|\w+Warning:|^warn(?:ing)?:", re.I)
 _LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)")
 
 
@@ -60,7 +62,7 @@ def severity(template: str) -> float:
         score = 0.15
     else:
         return 0.0
-    if _BENIGN.search(template) and score < 1.0:
+    if score < 1.0 and (_BENIGN.search(template) or _WARN_LEVEL.search(template)):
         score *= 0.3
     return score
 
@@ -75,6 +77,9 @@ _SYMPTOM = re.compile(
     r"|communicator was aborted|ncclremoteerror|remote error|heartbeat|socket timeout"
     r"|some nccl operations have failed|to avoid data inconsistency|taking the entire process down"
     r"|distbackenderror|waiting for|barrier|exitcode: 1\b|exit code 1\b|failed \(exitcode"
+    r"|^srun: error|srun: error:|pdsh@|ssh exited with exit code|sigkill_handler|killing subprocess"
+    r"|mpirun noticed|returned a non-zero exit code|step .* cancelled at|job .* cancelled at"
+    r"|terminate called after throwing|childfailederror|elastic.*(?:failed|exitcode)"
     r"|ei0002|notify wait|ei0006|getting socket times out|hccl.*timeout|ProcessGroupNCCL)",
     re.I,
 )

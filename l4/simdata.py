@@ -646,6 +646,23 @@ BENIGN: tuple[tuple[str, str, str, str, tuple[str, ...], str], ...] = (
      "R", ("mindspeed",), "init"),
 )
 
+# One-off harmless lines that look alarming; a job shows a few of them on one node, so they
+# are rarely in the baselines: red herrings for spatial analysis.  (id, source, template, stream)
+DECOYS: tuple[tuple[str, str, str, str], ...] = (
+    ("c10d_connect_retry", "PyTorch c10d client connect retry (succeeds on retry)",
+     "[W{glog_w} socket.cpp:663] [c10d] The client socket has failed to connect to [{master}]:29500 (errno: 110 - Connection timed out).",
+     "R"),
+    ("perf_irq", "Linux kernel perf sample-rate notice",
+     "perf: interrupt took too long (2503 > 2500), lowering kernel.perf_event_max_sample_rate to 79750", "K"),
+    ("hrtimer", "Linux kernel hrtimer notice", "hrtimer: interrupt took 2131562 ns", "K"),
+    ("inforom", "NVIDIA driver infoROM warning (healthy GPU, stale ROM checksum)",
+     "WARNING: infoROM is corrupted at gpu {pci_full}", "R"),
+    ("dataloader_workers", "PyTorch DataLoader worker-count warning",
+     "{site}/torch/utils/data/dataloader.py:617: UserWarning: This DataLoader will create 16 worker processes in total. Our suggested max number of worker in current system is 12, which is smaller than what this DataLoader is going to create. Please be aware that excessive worker creation might get DataLoader running slow or even freeze, lower the worker number to avoid potential slowness/freeze if necessary.",
+     "R"),
+    ("numpy_overflow", "NumPy RuntimeWarning", "{site}/numpy/core/_methods.py:118: RuntimeWarning: overflow encountered in reduce", "R"),
+)
+
 # Megatron argument dump (N004, N027): (name, value template)
 MEGATRON_ARGS: tuple[tuple[str, str], ...] = (
     ("accumulate_allreduce_grads_in_fp32", "False"), ("adam_beta1", "0.9"), ("adam_beta2", "0.95"),

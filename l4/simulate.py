@@ -21,6 +21,15 @@ What makes the cases hard (on purpose, because real jobs are like that):
 
 Everything is a pure function of the seed.  ``bytes_per_node`` grows the training phase so
 that the performance benchmark gets large files quickly.
+
+``truth.json``: ``faulty_nodes`` are the culprits (every node for a user error or scheduler
+action that hits all of them); ``stage`` is where the fault began; ``iteration`` is the
+number the job prints for the first iteration that did not complete normally (null outside
+the training loop); ``indicators`` are the lines the fault itself produced (kernel lines,
+the exception, the launcher's report of a SIGKILL), ``symptoms`` the consequences (peers'
+timeouts and resets, launcher and scheduler teardown on any node).  Lines of a message that
+are context, not evidence (traceback frames, boilerplate), carry the kind ``<kind>:context``.
+Extra keys (``baselines``, ``style``) are informative.
 """
 
 from __future__ import annotations
@@ -202,12 +211,11 @@ def _make_style(rng: random.Random, framework: str, fault: str | None, rpn: int 
     vocab = (vocab_raw // 128 + 1) * 128
     params = {"7B": 6738415616, "13B": 13015864320, "8B": 8030261248, "70B": 68976648192,
               "1.3B": 1315575808}[size]
-    workdir = rng.choice(["/workspace/Megatron-LM", "/mnt/fs/code/train", "/home/user/llm",
-                          "/opt/work/pretrain"])
-    if framework in ("megatron", "mindspeed"):
-        workdir = rng.choice(["/workspace/Megatron-LM", "/workspace/MindSpeed-LLM",
-                              "/mnt/fs/code/Megatron-LM"]) if framework == "mindspeed" else rng.choice(
-            ["/workspace/Megatron-LM", "/mnt/fs/code/Megatron-LM", "/opt/megatron"])
+    workdir = rng.choice({
+        "megatron": ["/workspace/Megatron-LM", "/mnt/fs/code/Megatron-LM", "/opt/megatron"],
+        "mindspeed": ["/workspace/MindSpeed-LLM", "/home/ma-user/work/MindSpeed-LLM"],
+        "torchtitan": ["/workspace/torchtitan", "/mnt/fs/code/torchtitan"],
+    }.get(framework, ["/mnt/fs/code/train", "/home/user/llm", "/opt/work/sft", "/workspace/DeepSpeedExamples"]))
     pyver = rng.choice(("3.10", "3.11"))
     site = rng.choice([f"/usr/local/lib/python{pyver}/dist-packages",
                        f"/opt/conda/lib/python{pyver}/site-packages"])
@@ -403,7 +411,7 @@ def plan_case(seed: int, *, framework: str | None = None, n_nodes: int | None = 
         style.save_interval = max(style.save_interval, failed.n_iters // 4)
     failed.fault = _plan_fault(rng, failed, fault, late=big)
     baselines = []
-    for j in range(n_baselines):
+    for _ in range(n_baselines):
         nb = rng.choice([n_nodes, n_nodes, max(2, n_nodes // 2), max(2, (n_nodes * 3) // 4)])
         bstyle = replace(style)
         bnum = jobnum - rng.randint(100, 90_000)
@@ -411,7 +419,6 @@ def plan_case(seed: int, *, framework: str | None = None, n_nodes: int | None = 
                       seed=seed, n_nodes=nb, iterations=rng.randint(30, 300) if not big else failed.n_iters,
                       k8s_tag=f"train-{bnum % 9973}")
         baselines.append(b)
-        del j
     return failed, baselines
 
 
@@ -854,6 +861,25 @@ class _Renderer:
                                                           "mem_a": f"{rng.uniform(1, 40):.2f}",
                                                           "mem_b": f"{rng.uniform(1, 40):.2f}",
                                                           "mem_c": f"{rng.uniform(1, 40):.0f}"})
+
+    def decoys(self) -> None:
+        """A few one-off alarming but harmless lines on one node (never a culprit)."""
+        rng = random.Random(zlib.crc32(f"decoy-{self.plan.job_id}".encode()))
+        if rng.random() >= 0.6:
+            return
+        f = self.plan.fault
+        culprits = set(f.culprits) if f is not None else set()
+        nodes = [i for i in range(self.n) if i not in culprits]
+        if not nodes:
+            return
+        t_lo = self.plan.t0 + 5
+        t_hi = min(self.cut) if min(self.cut) < math.inf else self.tl.final[0]
+        for did, _src, tmpl, stream in rng.sample(D.DECOYS, rng.randint(1, 2)):
+            node = rng.choice(nodes)
+            for _ in range(rng.randint(1, 3)):
+                t = rng.uniform(t_lo, max(t_lo + 1, t_hi))
+                self.emit_text(node, rng.randrange(self.rpn), t, [(stream, tmpl)])
+            del did
 
     def noise(self) -> None:
         """Benign alarming lines at random places (config-level kinds + a few job-only ones)."""
@@ -1825,6 +1851,7 @@ def _render_job(plan: JobPlan, job_dir: Path, workers: int = 1) -> dict[str, lis
         fr.set_cut()
     r.startup()
     r.noise()
+    r.decoys()
     r.loop_phases()
     if fr is None or plan.fault.stage == "finalization":
         r.final()

@@ -27,6 +27,8 @@ from l4.profiles import EARLY, Profile, choose_profile
 from l4.spatial import NodeScore
 
 WINDOW = 10
+_ORDER = ("initialization", "data_loading", "model_loading", "training", "checkpointing",
+          "evaluation", "finalization")
 SIGMA = 3.0
 
 
@@ -64,7 +66,9 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
 
 def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | None, float]:
     """(record position, line, timestamp) where node ``r`` first shows trouble."""
-    anom = cross.anomalous[r] & (cross.severity > 0)
+    anom = cross.anomalous[r] & (cross.severity >= 0.5)
+    if not anom.any():
+        anom = cross.anomalous[r] & (cross.severity > 0)
     if not anom.any():
         anom = cross.anomalous[r]
     if anom.any():
@@ -174,16 +178,24 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     r = row[ranked[0].node]
     pos, line, t0 = onset(job, cross, r)
     stage = stage_at(job.seqs[r], pos, stages)
-    # the error's own words may place it more precisely (a failed save is checkpointing)
-    anom = np.nonzero(cross.anomalous[r] & (cross.severity > 0))[0]
-    first_errs = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:5]
+    # the error's own words, and the code its traceback went through, may place it more
+    # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
+    anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
+    first_errs = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:6]
+    progressed = _progressed(job, cross, choose_marker(job, profile, stages))
+    hinted = None
     for c in first_errs:
-        hint = profile.hint_of(job.templates[c])
-        if hint and not (stage not in EARLY and stage is not None and hint in EARLY):
-            stage = hint
+        ex = job.examples[r].get(c)
+        text = job.templates[c] + "\n" + "\n".join(ex[2] if ex else [])
+        hinted = profile.hint_of(text)
+        if hinted:
             break
+    if hinted and not (progressed and hinted in EARLY):
+        stage = hinted
     timed = _stage_by_time(job, stages, t0)
-    if timed is not None and not (stage not in EARLY and stage is not None and timed in EARLY):
+    if hinted is None and timed is not None and not (
+        stage not in EARLY and stage is not None and timed in EARLY
+    ):
         # the job-wide latest stage transition before the failure (rank 0 announces saves,
         # the last rank iterations, the culprit maybe nothing at all)
         stage = timed
@@ -191,7 +203,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
         pack = _pack_stage(job, cross, stages, r, t0)
-        if pack is not None and (stage is None or pack not in EARLY):
+        if pack is not None and (stage is None or _ORDER.index(pack) > _ORDER.index(stage)):
             stage = pack
     if stage is None:
         stage = "initialization"
@@ -251,6 +263,18 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     return result
 
 
+def _progressed(job: ParsedJob, cross: CrossJobResult, marker: int | None) -> bool:
+    """Had any node completed a training iteration (printed its counter) before its own
+    trouble began?  Until then a failure can still belong to a start-up stage."""
+    if marker is None:
+        return False
+    for i in range(job.n_nodes):
+        p_i, _, _ = onset(job, cross, i)
+        if 0 <= job.first_pos[i, marker] < p_i:
+            return True
+    return False
+
+
 def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str | None:
     """Stage of the latest stage-marking event, on any node, that happened by ``t0``.
 
@@ -300,10 +324,13 @@ def _pack_stage(job, cross, stages, r, t0) -> str | None:
         votes[st] = votes.get(st, 0) + 1
     if not votes:
         return None
-    # nodes that print progress know more than nodes that print none
+    # nodes that print progress know more than nodes that print none; before training the
+    # pack moves in lock-step, so the furthest start-up stage any node reached is the job's
     later = {k: v for k, v in votes.items() if k not in EARLY}
-    pool = later or votes
-    return max(pool, key=lambda k: (pool[k], k))
+    if later:
+        return max(later, key=lambda k: (later[k], k))
+    order = ("initialization", "data_loading", "model_loading")
+    return max(votes, key=order.index)
 
 
 def _iteration_at(job, tracks, r, pos, t0, step, cross) -> float | None:

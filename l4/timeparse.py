@@ -20,8 +20,6 @@ _ISO = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T \-_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?:[.:](\d{1,6}))?"
     r"(Z|[+-]\d\d:?\d\d)?"
 )
-# May  1 12:00:00 (syslog/dmesg -T), year unknown: assume 1970+ offset-free ordering
-_SYSLOG = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)\b")
 # [Wed May  1 12:00:00 2024] (dmesg -T)
 _DMESG_T = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\b")
 
@@ -47,11 +45,8 @@ def parse_ts(line: str) -> float:
     if m and m.group(1) in _MONTHS:
         mo, d, h, mi, s, y = _MONTHS[m.group(1)], *(int(g) for g in m.groups()[1:])
         return float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
-    m = _SYSLOG.search(line, 0, 200)
-    if m and m.group(1) in _MONTHS:
-        mo = _MONTHS[m.group(1)]
-        d, h, mi, s = (int(g) for g in m.groups()[1:])
-        return float(calendar.timegm((1970, mo, d, h, mi, s, 0, 0, 0)))
+    # syslog/dmesg stamps without a year ("Oct 14 12:11:11") cannot be placed next to
+    # dated ones from other nodes; better no time than a time in 1970
     return math.nan
 
 
