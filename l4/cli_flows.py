@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 
 import typer
 
 
-class Outcome(str, Enum):
+class Outcome(StrEnum):
     failed = "failed"
     succeeded = "succeeded"
 

@@ -51,6 +51,9 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     # hex literals and long hex strings (addresses, hashes)
     (re.compile(r"\b\d[xX][0-9a-fA-F]+\b"), "<HEX>"),
     (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<HEX>"),
+    # progress bars: the bar's fill and the rate change every redraw, the message does not
+    (re.compile(r"\|[█▏▎▍▌▋▊▉#=>\- ]*\|"), "|<BAR>|"),
+    (re.compile(r"(?:\d+(?:\.\d+)?|\?)\s?(?:s/it|it/s|s/step|steps?/s|examples/s|ba/s|s/ba)\b"), "<RATE>"),
     # tensor shapes torch.Size([4096, 1024]) / [4096, 1024] / (8, 512)
     (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>"),
     (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>"),

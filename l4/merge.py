@@ -62,8 +62,13 @@ class ParsedJob:
             return None
 
 
-def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore) -> ParsedJob:
-    """Feed every scan's shapes to ``store`` and build the job's event matrix."""
+def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
+                release: bool = True) -> ParsedJob:
+    """Feed every scan's shapes to ``store`` and build the job's event matrix.
+
+    ``release`` drops each scan's per-line sequence once it has been remapped, so a job's
+    memory holds one 4-byte event id per line, not two copies.
+    """
     scans = sorted(scans, key=lambda s: s.rel)
     col_of: dict[int, int] = {}
     local_cols: list[np.ndarray] = []
@@ -96,7 +101,10 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore) -> P
                 lt = scan.last_ts[i] if i < len(scan.last_ts) else math.nan
                 if not math.isnan(lt) and not (lt <= last_ts[r, c]):
                     last_ts[r, c] = lt
-        seqs.append(cols[scan.seq.astype(np.int64)] if scan.seq.size else np.zeros(0, np.int64))
+        # event column per record, 4 bytes a line: the largest thing a diagnosis keeps
+        seqs.append(cols.astype(np.uint32)[scan.seq] if scan.seq.size else np.zeros(0, np.uint32))
+        if release:
+            scan.seq = np.zeros(0, np.uint32)
         ex: dict[int, tuple[int, str, list[str]]] = {}
         for i, val in scan.examples.items():
             c = int(cols[i])

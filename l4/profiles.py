@@ -95,15 +95,19 @@ def load_profiles(directory: str | None = None) -> dict[str, Profile]:
     base = Path(directory) if directory else PROFILE_DIR
     docs = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml"))}
     generic = docs.pop("generic")
+    g_resume = [("training", rx) for rx in _compile(generic.get("resume", []))]
     g_stages = _rules(generic, "stages", _GENERIC_ORDER)
     g_hints = _rules(generic, "error_hints", _GENERIC_ORDER)
     g_markers = _compile(generic.get("iteration_markers", []))
-    out = {"generic": Profile("generic", [], g_stages, g_hints, g_markers)}
+    out = {"generic": Profile("generic", [], g_resume + g_stages, g_hints, g_markers)}
     for name, doc in docs.items():
         out[name] = Profile(
             name=name,
             detect=_compile(doc.get("detect", [])),
-            stage_rules=_rules(doc, "stages", STAGES) + g_stages,
+            stage_rules=(
+                [("training", rx) for rx in _compile(doc.get("resume", []))]
+                + g_resume + _rules(doc, "stages", STAGES) + g_stages
+            ),
             error_hints=_rules(doc, "error_hints", _GENERIC_ORDER) + g_hints,
             iteration_markers=_compile(doc.get("iteration_markers", [])) + g_markers,
         )

@@ -27,6 +27,8 @@ from l4.timeparse import parse_ts, ts_from_layout, ts_layout
 
 #: occurrences kept per shape to decide whether it counts iterations
 N_SAMPLES = 5
+#: ... and at most this many while a counter repeats before it moves
+MAX_SAMPLES = 48
 #: at most this many iteration-marker candidates per file
 MAX_MARKERS = 24
 # Per-process caches keyed by digit-collapsed line: the same keys recur on every node of a
@@ -78,6 +80,26 @@ class NodeScan:
     node_first_ts: float = math.nan
     node_last_ts: float = math.nan
     last_text: str = ""
+
+
+class _Lines:
+    """Raw lines of a block by index, sliced on demand from newline offsets (splitting an
+    8 MB block into a list of bytes objects costs more than everything else we do to it)."""
+
+    __slots__ = ("block", "starts", "ends")
+
+    def __init__(self, block: bytes, n: int):
+        nl = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+        ends = nl[:n] if len(nl) >= n else np.append(nl, len(block))
+        self.block = block
+        self.ends = ends.tolist()
+        self.starts = [0] + [e + 1 for e in self.ends[:-1]]
+
+    def __getitem__(self, i: int) -> bytes:
+        return self.block[self.starts[i]: self.ends[i]]
+
+    def __len__(self) -> int:
+        return len(self.ends)
 
 
 def _decode(raw: bytes) -> str:
@@ -180,7 +202,7 @@ class _Scanner:
             self.key_shape_arr = np.asarray(self.key_shape, dtype=np.int64)
         kids = np.fromiter(map(index.__getitem__, keys), dtype=np.int64, count=n)
         sids = self.key_shape_arr[kids]
-        raw_lines: list[bytes] | None = None
+        raw_lines = _Lines(block, n)
 
         if self.bad_utf8_keys:
             bad = np.isin(kids, np.fromiter(self.bad_utf8_keys, np.int64))
@@ -205,39 +227,28 @@ class _Scanner:
                 if self.counts[sid] == 0:
                     self.first_line[sid] = line0 + int(rec_lines[seg_first]) + 1
                     self.first_pos[sid] = pos0 + seg_first
-                    if raw_lines is None:
-                        raw_lines = block.split(b"\n")
                     bl = int(rec_lines[seg_first])
                     text = _decode(raw_lines[bl])
                     self.first_ts[sid] = parse_ts(text)
                     self.examples[sid] = (line0 + bl + 1, text[:2000], _context(raw_lines, bl, sids))
                 self.counts[sid] += c
                 self.last_line[sid] = line0 + int(rec_lines[seg_last]) + 1
-                if raw_lines is None:
-                    raw_lines = block.split(b"\n")
                 ts_last = parse_ts(_decode(raw_lines[int(rec_lines[seg_last])][:200]))
                 if not math.isnan(ts_last):
                     self.last_ts[sid] = ts_last
                 if sid in self.rejected:
                     continue
-                if raw_lines is None:
-                    raw_lines = block.split(b"\n")
                 self._track(
                     sid, order[starts[j] : starts[j] + c], rec_lines, raw_lines, line0, pos0, kids
                 )
         # node-level first/last timestamps (first lines and last lines only: cheap)
         if math.isnan(self.first_ts_node):
-            if raw_lines is None:
-                raw_lines = block.split(b"\n")
-            for raw in raw_lines[:50]:
+            for raw in (raw_lines[i] for i in range(min(50, n))):
                 ts = parse_ts(_decode(raw))
                 if not math.isnan(ts):
                     self.first_ts_node = ts
                     break
-        if raw_lines is None:
-            tail = block[-16384:].split(b"\n")
-        else:
-            tail = raw_lines[-200:]
+        tail = [raw_lines[i] for i in range(max(0, n - 200), n)]
         for raw in reversed(tail):
             text = _decode(raw)
             if text.strip():
@@ -262,7 +273,7 @@ class _Scanner:
         samples = self.samples.setdefault(sid, [])
         taken = 0
         for r in seg.tolist():
-            if len(samples) >= N_SAMPLES:
+            if len(samples) >= MAX_SAMPLES:
                 break
             bl = int(rec_lines[r])
             raw = raw_lines[bl]
@@ -272,6 +283,8 @@ class _Scanner:
             return
         rows = [nums for _, _, _, nums in samples]
         fs = step_field(rows)
+        if fs is None and len(samples) < MAX_SAMPLES and _may_still_count(rows):
+            return  # e.g. every rank prints the same step: wait for the counter to move
         if fs is None or len(self.candidates) >= MAX_MARKERS:
             self.rejected.add(sid)
             self.samples.pop(sid, None)
@@ -391,7 +404,7 @@ def _to_float(v: bytes) -> float:
         return float("nan")
 
 
-def _context(raw_lines: list[bytes], bl: int, sids: np.ndarray) -> list[str]:
+def _context(raw_lines: _Lines, bl: int, sids: np.ndarray) -> list[str]:
     """Continuation lines around an example line in its block: the traceback frames above
     an exception line, or below a ``Traceback`` header (where the code path shows)."""
     before: list[str] = []
@@ -408,20 +421,43 @@ def _context(raw_lines: list[bytes], bl: int, sids: np.ndarray) -> list[str]:
 
 
 def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
-    """(field index, step) of the first integer field that advances by a fixed step."""
+    """(field index, step) of the first integer field that advances by a fixed step.
+
+    Repeats are allowed (several ranks print the same counter, a progress bar redraws the
+    same step): runs of equal values collapse before the step is checked.
+    """
     if len(rows) < 3:
         return None
     width = min(len(r) for r in rows)
+    best: tuple[int, float] | None = None
+    best_distinct = 0
     for j in range(width):
         vals = [r[j] for r in rows]
-        if any(v != int(v) for v in vals):
+        if any(v != v or v != int(v) for v in vals):
             continue
-        diffs = {vals[i + 1] - vals[i] for i in range(len(vals) - 1)}
+        distinct = [v for i, v in enumerate(vals) if i == 0 or v != vals[i - 1]]
+        if len(distinct) < 3:
+            continue
+        diffs = {distinct[i + 1] - distinct[i] for i in range(len(distinct) - 1)}
         if len(diffs) == 1:
             d = diffs.pop()
-            if d > 0:
-                return j, d
-    return None
+            # the finest counter wins: a progress bar's percentage also creeps up by one
+            if d > 0 and len(distinct) > best_distinct:
+                best, best_distinct = (j, d), len(distinct)
+    return best
+
+
+def _may_still_count(rows: list[list[float]]) -> bool:
+    """Some integer field is non-decreasing but has not moved enough yet: sample more."""
+    width = min(len(r) for r in rows)
+    for j in range(width):
+        vals = [r[j] for r in rows]
+        if any(v != v or v != int(v) for v in vals):
+            continue
+        if all(b >= a for a, b in zip(vals, vals[1:], strict=False)):
+            if len(set(vals)) < 3:
+                return True
+    return False
 
 
 def scan_node_file(nf: NodeFile) -> NodeScan:

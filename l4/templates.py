@@ -3,23 +3,24 @@
 Event ids must mean the same thing on every node of a job and across jobs (the cross-job
 filter and the knowledge base compare them), so the miner's state is persisted in one file
 and updated under a file lock.  drain3 would snapshot on every new cluster; we snapshot once
-per job instead (parsing feeds only distinct masked shapes, so a job adds few clusters).
+per job instead (parsing feeds only distinct masked shapes, so a job adds few clusters), in a
+compact JSON form rather than drain3's jsonpickle snapshot.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
 import fcntl
+import gzip
+import json
 import logging
 import os
 import tempfile
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 from drain3 import TemplateMiner
-from drain3.persistence_handler import PersistenceHandler
+from drain3.drain import Drain, LogCluster, Node
 from drain3.template_miner_config import TemplateMinerConfig
 
 logging.getLogger("drain3").setLevel(logging.WARNING)
@@ -41,19 +42,59 @@ def miner_config() -> TemplateMinerConfig:
     return cfg
 
 
-class _Snapshot(PersistenceHandler):
-    """Holds the state drain3 loads from / saves to; we decide when it reaches disk."""
+FORMAT = "l4-drain3-state"
+VERSION = 1
 
-    def __init__(self, state: bytes | None):
-        self.state = state
-        self.armed = False
 
-    def save_state(self, state: bytes) -> None:
-        if self.armed:
-            self.state = state
+def _dump_node(node: Node) -> list:
+    return [list(node.cluster_ids), {k: _dump_node(v) for k, v in node.key_to_child_node.items()}]
 
-    def load_state(self) -> bytes | None:
-        return self.state
+
+def _load_node(data: list) -> Node:
+    node = Node()
+    node.cluster_ids = list(data[0])
+    node.key_to_child_node = {k: _load_node(v) for k, v in data[1].items()}
+    return node
+
+
+def dump_state(drain: Drain) -> bytes:
+    """drain3's clusters *and* prefix tree as compact gzipped JSON.
+
+    drain3's own snapshot is jsonpickle, which takes seconds per save and load once a store
+    holds thousands of templates; this keeps the exact same state (tree included, so
+    matching after a reload behaves as before it) at JSON speed.
+    """
+    doc = {
+        "format": FORMAT,
+        "version": VERSION,
+        "counter": drain.clusters_counter,
+        "clusters": [[c.cluster_id, c.size, list(c.log_template_tokens)]
+                     for c in drain.id_to_cluster.values()],
+        "tree": _dump_node(drain.root_node),
+    }
+    return gzip.compress(json.dumps(doc, separators=(",", ":")).encode(), compresslevel=3)
+
+
+def load_state(drain: Drain, data: bytes, where: str) -> None:
+    try:
+        doc = json.loads(gzip.decompress(data))
+        if doc.get("format") != FORMAT:
+            raise ValueError("not an l4 template store")
+        if doc.get("version", 0) > VERSION:
+            raise ValueError(f"written by a newer l4 (version {doc['version']})")
+        clusters = {}
+        for cid, size, tokens in doc["clusters"]:
+            cl = LogCluster(tokens, int(cid))
+            cl.size = int(size)
+            clusters[int(cid)] = cl
+        root = _load_node(doc["tree"])
+    except (OSError, EOFError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(
+            f"template store {where} is unreadable ({exc}); move it away to start afresh"
+        ) from exc
+    drain.id_to_cluster = clusters
+    drain.clusters_counter = int(doc["counter"])
+    drain.root_node = root
 
 
 class TemplateStore:
@@ -61,24 +102,22 @@ class TemplateStore:
 
     def __init__(self, path: str | Path | None = None):
         self.path = Path(path) if path else None
-        state = None
+        self.miner = TemplateMiner(config=miner_config())
         if self.path and self.path.exists() and self.path.stat().st_size:
-            state = self.path.read_bytes()
-            try:
-                zlib.decompress(base64.b64decode(state))
-            except (zlib.error, ValueError) as exc:
-                raise ValueError(
-                    f"template store {self.path} is corrupt ({exc}); move it away to start afresh"
-                ) from exc
-        self._snap = _Snapshot(state)
-        self.miner = TemplateMiner(persistence_handler=self._snap, config=miner_config())
-        # Loaded; from now on drain3 must not serialise its whole state on every new
-        # cluster (it would, with a handler attached): we snapshot once, in save().
-        self.miner.persistence_handler = None
+            load_state(self.miner.drain, self.path.read_bytes(), str(self.path))
         self.dirty = False
 
     def add(self, masked: str) -> int:
-        """Cluster id for a masked line, creating or generalising a template as drain does."""
+        """Cluster id for a masked line, creating or generalising a template as drain does.
+
+        An existing template that already covers the line is used as is: drain3's
+        similarity ignores ``<*>`` tokens, so a wildcard-heavy shape ("step <*> loss <*>")
+        would otherwise never match its own cluster and get a new id on every node and job.
+        """
+        cluster = self.miner.match(masked, full_search_strategy="fallback")
+        if cluster is not None:
+            cluster.size += 1
+            return int(cluster.cluster_id)
         result = self.miner.add_log_message(masked)
         if result["change_type"] != "none":
             self.dirty = True
@@ -100,17 +139,11 @@ class TemplateStore:
         """Write the state atomically (temp file + rename): a crash never leaves half a file."""
         if not self.path or not self.dirty:
             return
-        self._snap.armed = True
-        self.miner.persistence_handler = self._snap
-        try:
-            self.miner.save_state("l4")
-        finally:
-            self.miner.persistence_handler = None
-            self._snap.armed = False
+        data = dump_state(self.miner.drain)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".templates-")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(self._snap.state or b"")
+            fh.write(data)
         os.replace(tmp, self.path)
         self.dirty = False
 

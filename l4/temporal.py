@@ -84,8 +84,8 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) ->
     score: dict[int, float] = {}
     for mk in job.markers:
         for c, track in mk.items():
-            if stages[c] in ("checkpointing", "evaluation", "initialization"):
-                continue
+            if stages[c] not in (None, "training"):
+                continue  # save/eval counters, shard and dataset progress bars
             score[c] = score.get(c, 0.0) + len(track.positions)
     if not score:
         return None
@@ -98,7 +98,12 @@ def _track_arrays(track) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     num = np.asarray([row[0] if row else np.nan for row in track.numbers], dtype=np.float64)
     ts = np.asarray(track.ts, dtype=np.float64)
     order = np.argsort(pos, kind="stable")
-    return pos[order], num[order], ts[order]
+    pos, num, ts = pos[order], num[order], ts[order]
+    if len(num) > 1:
+        # one iteration printed by several ranks / redrawn by a progress bar: keep the last
+        keep = np.append(num[1:] != num[:-1], True)
+        pos, num, ts = pos[keep], num[keep], ts[keep]
+    return pos, num, ts
 
 
 def _step(nums: np.ndarray) -> float | None:
@@ -328,7 +333,10 @@ def _pack_stage(job, cross, stages, r, t0) -> str | None:
     # pack moves in lock-step, so the furthest start-up stage any node reached is the job's
     later = {k: v for k, v in votes.items() if k not in EARLY}
     if later:
-        return max(later, key=lambda k: (later[k], k))
+        # saves and evaluations are announced by one rank only; the others just see training
+        announced = {k: v for k, v in later.items() if k != "training"}
+        pool = announced or later
+        return max(pool, key=lambda k: (pool[k], k))
     order = ("initialization", "data_loading", "model_loading")
     return max(votes, key=order.index)
 

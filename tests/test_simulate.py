@@ -253,6 +253,20 @@ def test_propagation_outnumbers_the_culprit(tmp_path):
     assert outnumbered / total >= 0.6, (outnumbered, total)
 
 
+def test_decoys_stay_off_the_culprit(tmp_path):
+    texts = [_fragments(t)[0] for _i, _s, t, _st in D.DECOYS]
+    seen = 0
+    for seed in range(8):
+        case = tmp_path / str(seed)
+        truth = simulate_case(case, seed, n_nodes=4, iterations=30, n_baselines=0)
+        for node, p in node_files(case / "failed").items():
+            hits = [ln for ln in read_lines(p) if any(x in ln for x in texts)]
+            seen += bool(hits)
+            if node in truth["faulty_nodes"]:
+                assert not hits, (node, hits[:2])
+    assert seen
+
+
 def test_gzip_and_layout(tmp_path):
     truth = simulate_case(tmp_path, 5, n_nodes=6, iterations=30, gzip_some=True)
     files = node_files(tmp_path / "failed")

@@ -1,0 +1,404 @@
+"""Accuracy of l4 against the paper's baselines on simulated failed jobs with ground truth.
+
+Usage::
+
+    python benchmarks/accuracy.py [--jobs 40] [--seeds A..B] [--held-out] [--out DIR]
+                                  [--json] [--verbose] [--baselines-only] [--workers N]
+                                  [--oddities]
+
+Each seed gives one case (:func:`l4.simulate.simulate_case`): a failed job, successful
+baseline jobs of the same configuration and ``truth.json``.  Framework, scale and fault
+vary with the seed; consecutive seeds cover every fault kind.  ``--held-out`` uses seeds
+9000.. that nobody tunes on.  l4 runs as ``l4.engine.diagnose(failed, baselines=[...])``;
+the baselines are :mod:`l4.baselines`.
+
+Scoring rules
+-------------
+* node top-k: a hit when any truth faulty node is among the first k entries of the
+  ranking (``report["nodes"]`` for l4).  Error_time / Error_count rank nodes only.
+* events (l4 and the error-level-lines baseline): a reported event *matches* a truth line
+  when its template matches the line after masking with :func:`l4.mask.mask_line`
+  (``<*>`` matches any run of characters; the whole masked line must match, or, for
+  templates with at least 20 literal characters, a part of it).  Truth lines are the
+  indicator lines (the fault's own output) and the symptom lines (propagated errors and
+  launcher teardown) of ``truth.json``.
+
+  - precision of a job = reported events matching an indicator or symptom line / reported
+    events (a job where nothing is reported scores 0; jobs with neither indicators nor
+    reports are left out);
+  - recall of a job = distinct indicator kinds covered by some reported event / distinct
+    indicator kinds.  Kinds ending in ``:context`` (traceback frames, boilerplate around
+    the key line) count for precision but not for recall; jobs whose fault prints no
+    indicator line at all (hang, slow node) are left out of recall;
+  - P and R are averaged over jobs, F1 is computed from the two averages.
+* stage: ``report["stage"] == truth["stage"]``.
+* iteration top-k: the truth iteration is among the first k of ``report["iterations"]``;
+  jobs whose truth iteration is null (faults outside the training loop) are left out.
+* Baselines have no stage or iteration (printed as "-").
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import re
+import shutil
+import sys
+import os
+import tempfile
+import time
+from collections import defaultdict
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from l4 import baselines as B  # noqa: E402
+from l4.simulate import simulate_suite  # noqa: E402
+
+NODE_K = (1, 3, 5, 8)
+ITER_K = (1, 3)
+ROWS = ("l4", "Error_time", "Error_count", "error-level-lines")
+
+
+def _mask():
+    try:
+        from l4.mask import mask_line
+    except ImportError:
+        return B.fallback_mask
+    return mask_line
+
+
+_MASK = _mask()
+_WS = re.compile(r"\s+")
+_DIGITS = str.maketrans("123456789", "000000000")
+_MASKED: dict[str, str] = {}
+
+
+def mask_text(text: str) -> str:
+    """l4's masking, cached by the digit-collapsed line (masking ignores which digit)."""
+    key = text.translate(_DIGITS)
+    hit = _MASKED.get(key)
+    if hit is None:
+        if len(_MASKED) > 100_000:
+            _MASKED.clear()
+        hit = _MASKED[key] = _MASK(text)
+    return hit
+
+
+# ---------------------------------------------------------------------------------------
+# matching
+# ---------------------------------------------------------------------------------------
+_REGEX_CACHE: dict[str, tuple[re.Pattern | None, int]] = {}
+
+
+def template_regex(template: str) -> tuple[re.Pattern | None, int]:
+    """(regex for a template, number of literal characters); None for all-wildcard ones."""
+    hit = _REGEX_CACHE.get(template)
+    if hit is not None:
+        return hit
+    norm = _WS.sub(" ", template.strip())
+    parts = norm.split("<*>")
+    literal = sum(len(p.strip()) for p in parts)
+    if literal < 3:
+        out: tuple[re.Pattern | None, int] = (None, literal)
+    else:
+        rx = ".*?".join(re.escape(p).replace(r"\ ", r"\s+") for p in parts)
+        out = (re.compile(rx), literal)
+    _REGEX_CACHE[template] = out
+    return out
+
+
+def template_matches(template: str, masked_line: str) -> bool:
+    rx, literal = template_regex(template)
+    if rx is None:
+        return False
+    if rx.fullmatch(masked_line):
+        return True
+    return literal >= 20 and rx.search(masked_line) is not None
+
+
+def _read_lines(path: Path) -> list[str]:
+    opener = gzip.open if path.name.endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
+        return fh.read().split("\n")
+
+
+def truth_lines(case: Path, truth: dict) -> list[tuple[str, str, str]]:
+    """(role, kind, masked text) of every indicator and symptom line, deduplicated."""
+    files: dict[str, list[str]] = {}
+    seen = set()
+    out = []
+    for role in ("indicators", "symptoms"):
+        for item in truth[role]:
+            lines = files.get(item["file"])
+            if lines is None:
+                lines = files[item["file"]] = _read_lines(case / "failed" / item["file"])
+            text = lines[item["line"] - 1]
+            masked = _WS.sub(" ", mask_text(text)).strip()
+            key = (role, item["kind"], masked)
+            if key not in seen:
+                seen.add(key)
+                out.append(key)
+    return out
+
+
+def score_events(templates: list[str], tlines: list[tuple[str, str, str]]) -> tuple[float | None, float | None]:
+    """(precision, recall) of one job's reported templates (None = not applicable)."""
+    key_kinds = {k for role, k, _ in tlines if role == "indicators" and not k.endswith(":context")}
+    covered: set[str] = set()
+    matched = 0
+    for tmpl in templates:
+        hit = False
+        for role, kind, masked in tlines:
+            if template_matches(tmpl, masked):
+                hit = True
+                if role == "indicators" and kind in key_kinds:
+                    covered.add(kind)
+        matched += hit
+    if templates:
+        precision: float | None = matched / len(templates)
+    else:
+        precision = 0.0 if key_kinds else None
+    recall = len(covered) / len(key_kinds) if key_kinds else None
+    return precision, recall
+
+
+# ---------------------------------------------------------------------------------------
+# running
+# ---------------------------------------------------------------------------------------
+
+
+def _load_engine():
+    try:
+        from l4.engine import diagnose
+    except ImportError as exc:
+        return None, exc
+    return diagnose, None
+
+
+def evaluate_case(case: Path, truth: dict, diagnose) -> dict:
+    failed = case / "failed"
+    bdirs = [case / b for b in truth.get("baselines", [])]
+    res: dict = {"case": case.name, "fault": truth["fault"]["id"], "category": truth["fault"]["category"],
+                 "framework": truth["framework"], "truth_nodes": truth["faulty_nodes"],
+                 "truth_stage": truth["stage"], "truth_iteration": truth["iteration"]}
+    tl = truth_lines(case, truth)
+    t0 = time.perf_counter()
+    rank_time = B.error_time_ranking(failed)
+    rank_count = B.error_count_ranking(failed)
+    ev = B.error_level_events(failed)
+    res["baseline_seconds"] = time.perf_counter() - t0
+    res["Error_time"] = {"nodes": rank_time}
+    res["Error_count"] = {"nodes": rank_count}
+    p, r = score_events([e["template"] for e in ev], tl)
+    res["error-level-lines"] = {"events_p": p, "events_r": r, "n_events": len(ev)}
+    if diagnose is not None:
+        t0 = time.perf_counter()
+        try:
+            report = diagnose(failed, baselines=bdirs)
+            err = None
+        except Exception as exc:  # a crash is a miss, reported, not a benchmark abort
+            report, err = None, f"{type(exc).__name__}: {exc}"
+        res["l4_seconds"] = time.perf_counter() - t0
+        if report is None:
+            res["l4"] = {"error": err, "nodes": [], "stage": None, "iterations": [], "events_p": 0.0,
+                         "events_r": 0.0 if any(k for ro, k, _ in tl if ro == "indicators") else None}
+        else:
+            templates = [e["template"] for e in report.get("events", [])]
+            p, r = score_events(templates, tl)
+            res["l4"] = {"nodes": [n["node"] for n in report.get("nodes", [])],
+                         "stage": report.get("stage"),
+                         "iterations": [i["iteration"] for i in report.get("iterations", [])],
+                         "events_p": p, "events_r": r, "n_events": len(templates),
+                         "root_cause": (report.get("root_causes") or [{}])[0].get("pattern_id")}
+    return res
+
+
+def _hit(ranking: list, truth: list, k: int) -> bool:
+    return any(x in truth for x in ranking[:k])
+
+
+def _mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+def aggregate(results: list[dict]) -> dict[str, dict]:
+    """Metrics per row (l4 and the baselines) over ``results``."""
+    table: dict[str, dict] = {}
+    for row in ROWS:
+        rows = [r for r in results if row in r]
+        if not rows:
+            continue
+        m: dict = {"n": len(rows)}
+        if row != "error-level-lines":
+            for k in NODE_K:
+                m[f"node@{k}"] = _mean([float(_hit(r[row]["nodes"], r["truth_nodes"], k)) for r in rows])
+        if row in ("l4", "error-level-lines"):
+            ps = [r[row]["events_p"] for r in rows if r[row].get("events_p") is not None]
+            rs = [r[row]["events_r"] for r in rows if r[row].get("events_r") is not None]
+            p, rr = _mean(ps), _mean(rs)
+            m["events_P"], m["events_R"] = p, rr
+            m["events_F1"] = (2 * p * rr / (p + rr)) if p and rr else (0.0 if p is not None and rr is not None else None)
+        if row == "l4":
+            m["stage"] = _mean([float(r["l4"]["stage"] == r["truth_stage"]) for r in rows])
+            it_rows = [r for r in rows if r["truth_iteration"] is not None]
+            for k in ITER_K:
+                m[f"iter@{k}"] = _mean([float(r["truth_iteration"] in r["l4"]["iterations"][:k]) for r in it_rows])
+            m["n_iter_jobs"] = len(it_rows)
+        table[row] = m
+    return table
+
+
+COLS = ("events_P", "events_R", "events_F1", "node@1", "node@3", "node@5", "node@8", "stage", "iter@1", "iter@3")
+
+
+def _fmt(v) -> str:
+    return "-" if v is None else f"{v:.3f}"
+
+
+def render_table(table: dict[str, dict], n_jobs: int) -> str:
+    head = f"{'method':<18}" + "".join(f"{c:>10}" for c in COLS)
+    lines = [f"accuracy over {n_jobs} simulated failed jobs", head, "-" * len(head)]
+    for row in ROWS:
+        if row not in table:
+            continue
+        m = table[row]
+        lines.append(f"{row:<18}" + "".join(f"{_fmt(m.get(c)):>10}" for c in COLS))
+    return "\n".join(lines)
+
+
+def breakdown(results: list[dict], key: str) -> list[str]:
+    groups: dict[str, list[dict]] = defaultdict(list)
+    for r in results:
+        groups[r[key]].append(r)
+    out = []
+    for name in sorted(groups):
+        t = aggregate(groups[name])
+        parts = [f"{key}={name} (n={len(groups[name])}):"]
+        if "l4" in t:
+            m = t["l4"]
+            parts.append(f"l4 node@1={_fmt(m['node@1'])} F1={_fmt(m['events_F1'])} stage={_fmt(m['stage'])} "
+                         f"iter@1={_fmt(m['iter@1'])}")
+        parts.append(f"| Error_time node@1={_fmt(t['Error_time']['node@1'])}")
+        parts.append(f"| Error_count node@1={_fmt(t['Error_count']['node@1'])}")
+        parts.append(f"| error-level F1={_fmt(t['error-level-lines']['events_F1'])}")
+        out.append(" ".join(parts))
+    return out
+
+
+def misses(results: list[dict]) -> list[str]:
+    out = []
+    for r in results:
+        if "l4" not in r:
+            continue
+        m = r["l4"]
+        got_node = m["nodes"][0] if m["nodes"] else None
+        got_it = m["iterations"][0] if m["iterations"] else None
+        bad = []
+        if got_node not in r["truth_nodes"]:
+            bad.append("node")
+        if m["stage"] != r["truth_stage"]:
+            bad.append("stage")
+        if r["truth_iteration"] is not None and got_it != r["truth_iteration"]:
+            bad.append("iteration")
+        if m.get("error"):
+            bad.append("crash")
+        if bad:
+            tn = r["truth_nodes"] if len(r["truth_nodes"]) <= 3 else r["truth_nodes"][:3] + ["..."]
+            out.append(f"{r['case']} [{','.join(bad)}] fault={r['fault']} fw={r['framework']} | truth "
+                       f"nodes={tn} stage={r['truth_stage']} it={r['truth_iteration']} | got node={got_node} "
+                       f"stage={m['stage']} it={got_it}" + (f" | {m['error']}" if m.get("error") else ""))
+    return out
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"A..B"`` (inclusive) or ``"1,5,9"``."""
+    if ".." in text:
+        a, b = text.split("..", 1)
+        return list(range(int(a), int(b) + 1))
+    return [int(x) for x in text.split(",") if x.strip()]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--jobs", type=int, default=40, help="number of cases (default 40)")
+    ap.add_argument("--seeds", help="seed range A..B (inclusive) or a comma list; overrides --jobs")
+    ap.add_argument("--held-out", action="store_true", help="use the held-out seeds 9000..")
+    ap.add_argument("--out", type=Path, help="keep the generated cases here (default: a temp dir)")
+    ap.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
+    ap.add_argument("--verbose", action="store_true", help="also list l4's misses")
+    ap.add_argument("--baselines-only", action="store_true", help="score only the baselines")
+    ap.add_argument("--workers", type=int, default=None, help="processes for case generation")
+    ap.add_argument("--oddities", action="store_true",
+                    help="add collector oddities (CRLF, bad UTF-8, huge lines...) to the failed jobs")
+    args = ap.parse_args(argv)
+    # one fresh template store for the whole run: what a new installation would see, and
+    # never the user's own store
+    os.environ.setdefault(
+        "L4_TEMPLATES", os.path.join(tempfile.mkdtemp(prefix="l4-accuracy-templates-"), "t.store")
+    )
+
+    if args.seeds:
+        try:
+            seeds = parse_seeds(args.seeds)
+        except ValueError:
+            ap.error(f"--seeds: expected A..B or a comma list of integers, got {args.seeds!r}")
+    else:
+        start = 9000 if args.held_out else 0
+        seeds = list(range(start, start + args.jobs))
+    if not seeds:
+        ap.error("no seeds to run")
+
+    diagnose = None
+    if not args.baselines_only:
+        diagnose, exc = _load_engine()
+        if diagnose is None:
+            print(f"error: l4.engine.diagnose is not available ({exc}); "
+                  "run with --baselines-only to score the baselines alone", file=sys.stderr)
+            return 2
+
+    tmp = None
+    out = args.out
+    if out is None:
+        tmp = tempfile.mkdtemp(prefix="l4-accuracy-")
+        out = Path(tmp)
+    try:
+        t0 = time.perf_counter()
+        truths = simulate_suite(out, seeds, workers=args.workers, oddities=args.oddities)
+        t_gen = time.perf_counter() - t0
+        results = []
+        t0 = time.perf_counter()
+        for seed, truth in zip(seeds, truths, strict=True):
+            results.append(evaluate_case(out / f"case-{seed}", truth, diagnose))
+        t_eval = time.perf_counter() - t0
+        table = aggregate(results)
+        if args.json:
+            print(json.dumps({"seeds": [seeds[0], seeds[-1]], "n_jobs": len(results), "metrics": table,
+                              "by_framework": {k: aggregate([r for r in results if r["framework"] == k])
+                                               for k in sorted({r["framework"] for r in results})},
+                              "by_category": {k: aggregate([r for r in results if r["category"] == k])
+                                              for k in sorted({r["category"] for r in results})},
+                              "misses": misses(results) if args.verbose else None,
+                              "seconds": {"generate": t_gen, "evaluate": t_eval}}, indent=1))
+        else:
+            print(render_table(table, len(results)))
+            print()
+            for line in breakdown(results, "framework") + breakdown(results, "category"):
+                print(line)
+            if args.verbose:
+                print("\nmisses (l4):")
+                for line in misses(results):
+                    print("  " + line)
+            print(f"\n(seeds {seeds[0]}..{seeds[-1]}; generated in {t_gen:.1f}s, evaluated in {t_eval:.1f}s"
+                  + (f"; cases kept in {out}" if args.out else "") + ")")
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
