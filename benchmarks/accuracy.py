@@ -42,10 +42,10 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import re
 import shutil
 import sys
-import os
 import tempfile
 import time
 from collections import defaultdict
