@@ -65,17 +65,24 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
 
 
 def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | None, float]:
-    """(record position, line, timestamp) where node ``r`` first shows trouble."""
-    anom = cross.anomalous[r] & (cross.severity >= 0.5)
-    if not anom.any():
-        anom = cross.anomalous[r] & (cross.severity > 0)
-    if not anom.any():
-        anom = cross.anomalous[r]
-    if anom.any():
-        cols = np.nonzero(anom)[0]
-        pos = job.first_pos[r, cols]
-        j = int(cols[np.argmin(pos)])
-        return int(job.first_pos[r, j]), int(job.first_line[r, j]), float(job.first_ts[r, j])
+    """(record position, line, timestamp) where node ``r`` first shows trouble.
+
+    Unusual events that the node then worked normally long after (a benign start-up error
+    this healthy run happened to print) are not the failure; when nothing else is left the
+    failure point is where the log ends (a silent crash or a hang).
+    """
+    present = job.counts[r] > 0
+    normal = present & ~cross.anomalous[r]
+    last_normal = int(job.last_line[r, normal].max()) if normal.any() else 0
+    span = max(int(job.n_lines[r]), 1)
+    fresh = job.last_line[r] >= last_normal - 0.25 * span
+    for min_sev in (0.5, 1e-9, -1.0):
+        anom = cross.anomalous[r] & (cross.severity >= min_sev) & fresh
+        if anom.any():
+            cols = np.nonzero(anom)[0]
+            pos = job.first_pos[r, cols]
+            j = int(cols[np.argmin(pos)])
+            return int(job.first_pos[r, j]), int(job.first_line[r, j]), float(job.first_ts[r, j])
     return int(len(job.seqs[r])), None, float(job.node_last_ts[r])
 
 
@@ -163,7 +170,8 @@ def duration_anomalies(nums: np.ndarray, ts: np.ndarray) -> list[tuple[int, floa
         return []
     dur = np.diff(ts)
     out = []
-    for i in range(2, len(dur)):
+    # the first iterations (warm-up, compilation) are a poor reference: need some history
+    for i in range(min(WINDOW // 2, len(dur)), len(dur)):
         ref = dur[max(0, i - WINDOW): i]
         med = float(np.median(ref))
         mad = float(np.median(np.abs(ref - med))) * 1.4826
@@ -204,7 +212,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         # the job-wide latest stage transition before the failure (rank 0 announces saves,
         # the last rank iterations, the culprit maybe nothing at all)
         stage = timed
-    if stage is None or stage in EARLY:
+    if hinted is None and (stage is None or stage in EARLY):
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
         pack = _pack_stage(job, cross, stages, r, t0)
