@@ -38,6 +38,7 @@ class ParsedJob:
     seqs: list[np.ndarray]  # per node: event column of every record, in order
     markers: list[dict[int, MarkerTrack]]  # per node: event column -> marker track
     examples: list[dict[int, tuple[int, str, list[str]]]]  # per node: column -> (line, text, ctx)
+    last_examples: list[dict[int, str]]  # per node: column -> text of the last occurrence
     n_lines: np.ndarray
     n_records: np.ndarray
     node_first_ts: np.ndarray
@@ -86,7 +87,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
     first_pos = np.full((n, m), -1, np.int64)
     first_ts = np.full((n, m), math.nan)
     last_ts = np.full((n, m), math.nan)
-    seqs, markers, examples = [], [], []
+    seqs, markers, examples, last_examples = [], [], [], []
     for r, (scan, cols) in enumerate(zip(scans, local_cols, strict=True)):
         if len(cols):
             np.add.at(counts[r], cols, scan.counts)
@@ -111,6 +112,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
             if c not in ex or val[0] < ex[c][0]:
                 ex[c] = val
         examples.append(ex)
+        last_examples.append({int(cols[i]): t for i, t in scan.last_examples.items()})
         mk: dict[int, MarkerTrack] = {}
         for i, track in scan.markers.items():
             c = int(cols[i])
@@ -140,6 +142,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
         seqs=seqs,
         markers=markers,
         examples=examples,
+        last_examples=last_examples,
         n_lines=np.array([s.n_lines for s in scans], np.int64),
         n_records=np.array([s.n_records for s in scans], np.int64),
         node_first_ts=np.array([s.node_first_ts for s in scans], np.float64),

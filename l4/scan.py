@@ -75,6 +75,7 @@ class NodeScan:
     first_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     last_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     examples: dict[int, tuple[int, str, list[str]]] = field(default_factory=dict)
+    last_examples: dict[int, str] = field(default_factory=dict)  # text of the last occurrence
     seq: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint32))
     markers: dict[int, MarkerTrack] = field(default_factory=dict)
     node_first_ts: float = math.nan
@@ -130,6 +131,7 @@ class _Scanner:
         self.first_pos: list[int] = []
         self.first_ts: list[float] = []
         self.last_ts: list[float] = []
+        self.last_text_of: dict[int, str] = {}
         self.examples: dict[int, tuple[int, str, list[str]]] = {}
         self.samples: dict[int, list[tuple]] = {}  # shape -> [(pos, line, raw, numbers)]
         self.candidates: set[int] = set()
@@ -233,7 +235,9 @@ class _Scanner:
                     self.examples[sid] = (line0 + bl + 1, text[:2000], _context(raw_lines, bl, sids))
                 self.counts[sid] += c
                 self.last_line[sid] = line0 + int(rec_lines[seg_last]) + 1
-                ts_last = parse_ts(_decode(raw_lines[int(rec_lines[seg_last])][:200]))
+                last_text = _decode(raw_lines[int(rec_lines[seg_last])][:300])
+                self.last_text_of[sid] = last_text
+                ts_last = parse_ts(last_text[:200])
                 if not math.isnan(ts_last):
                     self.last_ts[sid] = ts_last
                 if sid in self.rejected:
@@ -369,6 +373,7 @@ class _Scanner:
         scan.first_ts = np.asarray(self.first_ts, dtype=np.float64)
         scan.last_ts = np.asarray(self.last_ts, dtype=np.float64)
         scan.examples = self.examples
+        scan.last_examples = self.last_text_of
         scan.seq = (
             np.concatenate(self.seq_parts) if self.seq_parts else np.zeros(0, np.uint32)
         )

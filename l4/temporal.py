@@ -16,12 +16,14 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 from dtaidistance import dtw
 
 from l4.crossjob import CrossJobResult
+from l4.mask import strip_prefix
 from l4.merge import ParsedJob
 from l4.profiles import EARLY, Profile, choose_profile
 from l4.spatial import NodeScore
@@ -220,6 +222,8 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
             stage = pack
     if stage is None:
         stage = "initialization"
+    if stage == "checkpointing" and _final_save(job, stages):
+        stage = "finalization"
     result = TemporalResult(stage, profile.name, job.nodes[r], line)
 
     marker = choose_marker(job, profile, stages)
@@ -274,6 +278,27 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         scores.clear()
     result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     return result
+
+
+_INT_RE = re.compile(r"\d+")
+
+
+def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
+    """Was the save that failed the end-of-training one?  Periodic saves fall on a round grid
+    (every 100 or 500 iterations); the final save happens wherever training stopped."""
+    for i in range(job.n_nodes):
+        for c, last in job.last_examples[i].items():
+            if stages[c] != "checkpointing" or job.counts[i, c] < 2 or c not in job.examples[i]:
+                continue
+            first = [int(x) for x in _INT_RE.findall(strip_prefix(job.examples[i][c][1]))]
+            final = [int(x) for x in _INT_RE.findall(strip_prefix(last))]
+            if len(first) != len(final):
+                continue
+            for a, b in zip(first, final, strict=True):
+                # save intervals are round numbers; where training ends need not be
+                if 10 <= a < b and a % 10 == 0 and b % 10 != 0:
+                    return True
+    return False
 
 
 def _progressed(job: ParsedJob, cross: CrossJobResult, marker: int | None) -> bool:

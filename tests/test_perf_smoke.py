@@ -106,18 +106,12 @@ def test_loghub_formats_cut_out_the_ground_truth_content(shared_dir):
         log_format("NoSuchSystem")
 
 
-_WILDCARD_QUIRK = pytest.mark.xfail(
-    reason="plain drain3 opens a new cluster for every occurrence of a masked line whose "
-    "wildcards exceed 1 - sim_th (its similarity ignores <*> tokens); the fast path adds each "
-    "shape once, so the two disagree although the fast path is closer to the ground truth",
-    strict=False)
-
-
 @pytest.mark.parametrize("dataset", [
     "Spark",
     "Zookeeper",
-    pytest.param("HDFS", marks=_WILDCARD_QUIRK),
-    pytest.param("HealthApp", marks=_WILDCARD_QUIRK),
+    "HDFS",
+    "HealthApp",
+    "BGL",
 ])
 def test_fast_path_groups_loghub_lines_like_plain_drain3(shared_dir, tmp_path, dataset):
     perf = _perf()
