@@ -17,7 +17,7 @@ _CAUSE = re.compile(
     r"(?:\bxid\b|\becc\b|uncorrectable|fallen off the bus|fell off the bus|nvlink|\bhbm\b"
     r"|aicore|ai core|row remap|page retire|pcie? .*error|\baer\b|link (?:is )?down|port (?:error|down)"
     r"|out of memory|\boom\b|oom-kill|killed process|memory cgroup|cannot allocate memory"
-    r"|\bnan\b|\binf\b|overflow.*loss scale|loss scale.*(?:minimum|1\.0)|grad norm: nan"
+    r"|\bnan\b(?! iterations)|\binf\b(?! iterations)|overflow.*loss scale|loss scale.*(?:minimum|1\.0)|grad norm: nan"
     r"|no space left|disk quota|stale file handle|input/output error|read-only file system"
     r"|storagefull|file write failed|failed writing|failed reading"
     r"|segmentation fault|sigsegv|signal 11|exitcode: -11|exitcode: -9|signal 9|sigkill\b|bus error"

@@ -262,9 +262,9 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         dur = duration_anomalies(tnum, tts)
         if dur:
             runs = [it for it, _ in dur]
-            # a slow node shows as consecutive slow iterations; take the first of them
-            for a, b in zip(runs, runs[1:], strict=False):
-                if b - a <= 2 * step:
+            # a slow node shows as a run of consecutive slow iterations; take its first
+            for a, b, c in zip(runs, runs[1:], runs[2:], strict=False):
+                if b - a <= step and c - b <= step:
                     first_slow = a if first_slow is None else min(first_slow, a)
                     break
             for it, z in dur:
@@ -272,7 +272,9 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
             bump(it, min(z, 12.0) / 4.0)
     if first_slow is not None and (current is None or first_slow < current):
-        bump(first_slow, 6.0)
+        # ranked just below the failure point: a slow spell before a crash is either the
+        # cause (straggler) or noise, and top-3 keeps both
+        bump(first_slow, 4.5)
     if not training_fault and stage not in ("finalization",):
         # a start-up failure has no iteration
         scores.clear()
