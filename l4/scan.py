@@ -23,7 +23,7 @@ import numpy as np
 
 from l4.ingest import NodeFile, ReadStats, read_blocks
 from l4.mask import DIGIT_TABLE, is_continuation, mask_line, number_spans, numbers_in
-from l4.timeparse import parse_ts, ts_from_layout, ts_layout
+from l4.timeparse import parse_ts, ts_from_matrix, ts_layout
 
 #: occurrences kept per shape to decide whether it counts iterations
 N_SAMPLES = 5
@@ -87,14 +87,22 @@ class _Lines:
     """Raw lines of a block by index, sliced on demand from newline offsets (splitting an
     8 MB block into a list of bytes objects costs more than everything else we do to it)."""
 
-    __slots__ = ("block", "starts", "ends")
+    __slots__ = ("block", "buf", "starts_np", "starts", "ends")
 
     def __init__(self, block: bytes, n: int):
-        nl = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
+        self.buf = np.frombuffer(block, dtype=np.uint8)
+        nl = np.flatnonzero(self.buf == 10)
         ends = nl[:n] if len(nl) >= n else np.append(nl, len(block))
         self.block = block
+        self.starts_np = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
         self.ends = ends.tolist()
-        self.starts = [0] + [e + 1 for e in self.ends[:-1]]
+        self.starts = self.starts_np.tolist()
+
+    def columns(self, rows: np.ndarray, a: int, b: int) -> np.ndarray:
+        """Bytes ``a:b`` of the given lines as an (n, b-a) uint8 matrix (same-layout lines)."""
+        idx = self.starts_np[rows][:, None] + np.arange(a, b)[None, :]
+        np.minimum(idx, len(self.buf) - 1, out=idx)
+        return self.buf[idx]
 
     def __getitem__(self, i: int) -> bytes:
         return self.block[self.starts[i]: self.ends[i]]
@@ -341,23 +349,24 @@ class _Scanner:
         j = track.field_step[0] if track.field_step else 0
         for kid in np.unique(line_kids).tolist():
             sel = np.nonzero(line_kids == kid)[0]
-            lines = [raw_lines[b] for b in bls[sel].tolist()]
             if b"0x0" in self.keys[kid]:
                 # hex runs were shortened in the key: offsets differ line to line
-                texts = [_decode(x) for x in lines]
+                texts = [_decode(raw_lines[r]) for r in bls[sel].tolist()]
                 ts[sel] = [parse_ts(t) for t in texts]
                 vals[sel] = [(numbers_in(t)[j:j + 1] or [np.nan])[0] for t in texts]
                 continue
             ts_lay, spans = self._layout(kid)
+            rows = bls[sel]
             if ts_lay is not None:
-                ts[sel] = ts_from_layout(lines, ts_lay)
+                a0, b0, groups = ts_lay
+                ts[sel] = ts_from_matrix(raw_lines.columns(rows, a0, b0), groups)
             if j < len(spans):
                 a, b = spans[j]
-                col = np.array([x[a:b] for x in lines], dtype="S")
-                try:
-                    vals[sel] = col.astype(np.float64)
-                except ValueError:
-                    vals[sel] = [_to_float(v) for v in col.tolist()]
+                digits = raw_lines.columns(rows, a, b).astype(np.int64) - 48
+                if ((digits >= 0) & (digits <= 9)).all():
+                    vals[sel] = digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
+                else:  # a sign or a decimal point: parse the text
+                    vals[sel] = [_to_float(raw_lines[r][a:b]) for r in rows.tolist()]
         track.ts.extend(ts.tolist())
         track.numbers.extend([[v] for v in vals.tolist()])
 

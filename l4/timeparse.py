@@ -91,22 +91,30 @@ def ts_layout(key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
     return a, m.end(), groups
 
 
-def ts_from_layout(lines: list[bytes], layout: tuple[int, int, list[tuple[int, int]]]) -> np.ndarray:
-    """Epoch seconds of same-layout raw lines (see :func:`ts_layout`), vectorised."""
-    a, b, groups = layout
-    width = b - a
-    buf = b"".join(x[a:b].ljust(width, b"0") for x in lines)
-    mat = np.frombuffer(buf, dtype=np.uint8).reshape(len(lines), width).astype(np.int64) - 48
+def ts_from_matrix(mat: np.ndarray, groups: list[tuple[int, int]]) -> np.ndarray:
+    """Epoch seconds from an (n, width) uint8 matrix of same-layout ISO timestamps (see
+    :func:`ts_layout`), with array arithmetic only."""
+    digits = mat.astype(np.int64) - 48
+    n = len(digits)
 
     def field(span: tuple[int, int]) -> np.ndarray:
         s, e = span
         if e <= s:
-            return np.zeros(len(lines), np.int64)
+            return np.zeros(n, np.int64)
         powers = 10 ** np.arange(e - s - 1, -1, -1, dtype=np.int64)
-        return mat[:, s:e] @ powers
+        return digits[:, s:e] @ powers
 
     y, mo, d, h, mi, sec = (field(g) for g in groups[:6])
     fs, fe = groups[6]
     frac = field(groups[6]) / float(10 ** (fe - fs)) if fe > fs else 0.0
     days = _days_from_civil(y, mo, d)
     return days * 86400.0 + h * 3600 + mi * 60 + sec + frac
+
+
+def ts_from_layout(lines: list[bytes], layout: tuple[int, int, list[tuple[int, int]]]) -> np.ndarray:
+    """Epoch seconds of same-layout raw lines (see :func:`ts_layout`), vectorised."""
+    a, b, groups = layout
+    width = b - a
+    buf = b"".join(x[a:b].ljust(width, b"0") for x in lines)
+    mat = np.frombuffer(buf, dtype=np.uint8).reshape(len(lines), width)
+    return ts_from_matrix(mat, groups)
