@@ -128,6 +128,13 @@ def render_text(report: dict, *, max_nodes: int = 5, max_events: int = 8) -> str
                 console.print(f"    action: {esc(rc['action'])}")
     elif "root_causes" in report and report.get("root_causes_status"):
         console.print(f"Root cause: {esc(report['root_causes_status'])}")
+    if report.get("diagnosis_id"):
+        did = esc(str(report["diagnosis_id"]))
+        best = causes[0]["pattern_id"] if causes else "PATTERN_ID"
+        console.print(
+            f"Recorded as diagnosis {did}: confirm with `l4 confirm {did} --pattern {best}`, "
+            f"or `l4 confirm {did} --new --title ... --category ... --action ...`"
+        )
     for w in report.get("warnings", [])[:10]:
         console.print(f"warning: {esc(w)}")
     return buf.getvalue()

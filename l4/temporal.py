@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from dtaidistance import dtw
+from numpy.lib.stride_tricks import sliding_window_view
 
 from l4.crossjob import CrossJobResult
 from l4.mask import strip_prefix
@@ -153,14 +154,19 @@ def dtw_anomalies(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray,
         lo = max(0, i - WINDOW)
         d[i] = np.mean([dist(seg_code[i], seg_code[j]) for j in range(lo, i)])
     d = np.nan_to_num(d, nan=0.0, posinf=0.0)
+    if len(segs) < 3:
+        return []
+    padded = np.concatenate((np.full(WINDOW, np.nan), d[1:]))
+    ref = sliding_window_view(padded, WINDOW)[: len(segs) - 1]  # ref[k]: d[k-W+1..k], for i=k+1
+    ref = ref[1:]  # i = 2 .. len-1
+    mu = np.nanmean(ref, axis=1)
+    sd = np.nanstd(ref, axis=1)
+    z = (d[2:] - mu) / np.maximum(np.maximum(sd, 0.1 * mu), 0.5)
     out = []
-    for i in range(2, len(segs)):
-        lo = max(1, i - WINDOW)
-        ref = d[lo:i]
-        mu, sd = float(ref.mean()), float(ref.std())
-        z = (d[i] - mu) / max(sd, 0.1 * mu, 0.5)
-        if z > SIGMA and not math.isnan(nums[i]):
-            out.append((int(nums[i]), float(z)))
+    for k in np.nonzero(z > SIGMA)[0].tolist():
+        i = k + 2
+        if not math.isnan(nums[i]):
+            out.append((int(nums[i]), float(z[k])))
     return out
 
 
@@ -171,16 +177,18 @@ def duration_anomalies(nums: np.ndarray, ts: np.ndarray) -> list[tuple[int, floa
     if len(ts) < 4:
         return []
     dur = np.diff(ts)
-    out = []
-    # the first iterations (warm-up, compilation) are a poor reference: need some history
-    for i in range(min(WINDOW // 2, len(dur)), len(dur)):
-        ref = dur[max(0, i - WINDOW): i]
-        med = float(np.median(ref))
-        mad = float(np.median(np.abs(ref - med))) * 1.4826
-        z = (dur[i] - med) / max(mad, 0.1 * abs(med), 1e-3)
-        if z > SIGMA:
-            out.append((int(nums[i + 1]), float(z)))
-    return out
+    start = min(WINDOW // 2, len(dur))  # warm-up iterations are a poor reference
+    if len(dur) - start < 1:
+        return []
+    # reference = the previous WINDOW durations (fewer at the start), vectorised
+    padded = np.concatenate((np.full(WINDOW - 1, np.nan), dur))
+    win = sliding_window_view(padded, WINDOW)[: len(dur)]  # win[i] ends at dur[i]
+    ref = np.vstack((np.full((1, WINDOW), np.nan), win[:-1]))  # previous WINDOW, excl. i
+    med = np.nanmedian(ref[start:], axis=1)
+    mad = np.nanmedian(np.abs(ref[start:] - med[:, None]), axis=1) * 1.4826
+    z = (dur[start:] - med) / np.maximum(np.maximum(mad, 0.1 * np.abs(med)), 1e-3)
+    hits = np.nonzero(z > SIGMA)[0]
+    return [(int(nums[start + h + 1]), float(z[h])) for h in hits.tolist()]
 
 
 def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> TemporalResult:

@@ -1,0 +1,61 @@
+"""Temporal building blocks on plain arrays: DTW 3-sigma, durations, stage rules."""
+
+import warnings
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from l4 import temporal
+from l4.profiles import choose_profile, load_profiles
+
+
+def test_dtw_flags_the_iteration_whose_events_change():
+    seq = np.array([1, 2, 3] * 60 + [1, 9, 9, 3] + [1, 2, 3] * 10, dtype=np.uint32)
+    pos = np.nonzero(seq == 3)[0]
+    rarity = np.zeros(12)
+    rarity[9] = 5.0
+    hits = temporal.dtw_anomalies(seq, pos, np.arange(1, len(pos) + 1, dtype=float), rarity)
+    assert [it for it, _ in hits] == [61]
+
+
+def test_duration_flags_a_slow_spell_but_not_jitter():
+    rng = np.random.default_rng(0)
+    steps = np.r_[rng.normal(10, 0.3, 40), [40, 41, 39], rng.normal(10, 0.3, 10)]
+    ts = np.cumsum(steps)
+    nums = np.arange(1, len(ts) + 1, dtype=float)
+    hits = [it for it, _ in temporal.duration_anomalies(nums, ts)]
+    assert hits[:3] == [41, 42, 43]
+    calm = np.cumsum(rng.normal(10, 0.3, 60))
+    assert temporal.duration_anomalies(np.arange(60.0), calm) == []
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.floats(0.5, 100), min_size=0, max_size=80))
+def test_duration_never_fails_on_any_series(steps):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ts = np.cumsum(np.asarray(steps, dtype=float))
+        out = temporal.duration_anomalies(np.arange(len(ts), dtype=float), ts)
+    assert all(z > temporal.SIGMA for _, z in out)
+
+
+def test_stage_rules_are_data_and_training_does_not_go_back():
+    prof = load_profiles()["megatron"]
+    templates = ["using world size: <*>", "> building train, validation, and test datasets ...",
+                 "building GPT model ...", "iteration <*>/ <*> | consumed samples: <*> |",
+                 "saving checkpoint at iteration <*> to <PATH>", "> building train, validation, and test datasets ..."]
+    stages = [prof.stage_of(t) for t in templates]
+    assert stages == ["initialization", "data_loading", "model_loading", "training",
+                      "checkpointing", "data_loading"]
+    seq = np.array([0, 1, 2, 3, 3, 4, 3, 5], dtype=np.uint32)
+    assert temporal.stage_at(seq, 5, stages) == "training"
+    assert temporal.stage_at(seq, 6, stages) == "checkpointing"
+    assert temporal.stage_at(seq, 8, stages) == "training"  # datasets again: ignored
+    assert temporal.stage_at(seq, 2, stages) == "data_loading"
+
+
+def test_profile_chosen_from_job_json_or_lines():
+    assert choose_profile([], "Megatron-LM").name == "megatron"
+    assert choose_profile(["[titan] <TS> - root - INFO - step: <*> loss: <*> mfu: <*>%"]).name == "torchtitan"
+    assert choose_profile(["nothing known here"]).name == "generic"
