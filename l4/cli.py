@@ -50,6 +50,10 @@ def diagnose(
         help="run the engine directly instead of the diagnose-job Prefect flow",
     ),
     workers: int | None = typer.Option(None, "--workers", help="parallel scan processes"),
+    dask_address: str | None = typer.Option(
+        None, "--dask-address", envvar="L4_DASK_ADDRESS",
+        help="parse node files on this Dask cluster (tcp://host:8786); Prefect path only",
+    ),
 ) -> None:
     """Diagnose a failed job: ranked nodes, events, stage, iterations, root causes."""
     from l4.ingest import JobError
@@ -57,11 +61,16 @@ def diagnose(
     try:
         report = run_diagnosis(
             job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
-            use_prefect=not no_prefect, workers=workers,
+            use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
         )
-    except JobError as exc:
+    except (JobError, ValueError, OSError) as exc:
         _fail(str(exc))
         return
+    except Exception as exc:  # e.g. a knowledge base that cannot be opened
+        if type(exc).__name__ in ("KBError", "EmbeddingModelMissing"):
+            _fail(str(exc))
+            return
+        raise
     if fmt == Fmt.json:
         sys.stdout.write(json.dumps(report, default=str) + "\n")
     else:
@@ -72,7 +81,8 @@ def diagnose(
 
 def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
                   templates: Path | None = None, use_kb: bool = True,
-                  use_prefect: bool = False, workers: int | None = None) -> dict:
+                  use_prefect: bool = False, workers: int | None = None,
+                  dask_address: str | None = None) -> dict:
     """What ``l4 diagnose`` does: the flow when Prefect is wanted, else the same steps inline."""
     if use_prefect:
         try:
@@ -81,7 +91,8 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
             diagnose_job_cli = None
         if diagnose_job_cli is not None:
             return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
-                                    use_kb=use_kb, workers=workers)
+                                    use_kb=use_kb, workers=workers,
+                                    dask_address=dask_address)
     from l4.pipeline import diagnose_and_record
 
     return diagnose_and_record(job, baselines, kb=kb, templates=templates, use_kb=use_kb,

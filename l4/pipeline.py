@@ -4,6 +4,7 @@ runs, and the same steps the ``diagnose-job`` flow runs as tasks."""
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 from l4.engine import diagnose
@@ -21,7 +22,7 @@ def _load_pool(config_id: str | None, kb: Path | None) -> list[dict] | None:
     try:
         rows = load_normal_rows(config_id, kb=kb)
     except Exception as exc:  # a broken KB must not stop a diagnosis
-        print(f"warning: normal pool unavailable ({exc})")
+        print(f"warning: normal pool unavailable ({exc})", file=sys.stderr)
         return None
     return rows or None
 

@@ -16,6 +16,7 @@ import typer
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
+from prefect_fixtures import make_job
 from typer.testing import CliRunner
 
 from flows.artifacts import artifact_key, node_table, summary_markdown
@@ -27,7 +28,6 @@ from flows.tasks import NodeReadError, StoreError, file_identity_key, is_transie
 from l4.cli_flows import register
 from l4.ingest import JobError, NodeFile
 from l4.scan import NodeScan
-from prefect_fixtures import make_job
 
 REPO = Path(__file__).resolve().parents[1]
 DEPLOY = REPO / "deployments"
@@ -391,7 +391,6 @@ def test_emit_of_a_missing_directory_is_a_clear_error(tmp_path):
 
 def test_serve_reports_an_unreachable_server(tmp_path):
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
     from prefect_fixtures import free_port
 
     url = f"http://127.0.0.1:{free_port()}/api"
@@ -402,10 +401,25 @@ def test_serve_reports_an_unreachable_server(tmp_path):
 
 def test_emit_reports_an_unreachable_server(tmp_path):
     from prefect.settings import PREFECT_API_URL, temporary_settings
-
     from prefect_fixtures import free_port
 
     job = make_job(tmp_path / "j", nodes=1, iterations=2)
     with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
         res = runner.invoke(cli(), ["emit", "failed", str(job)])
     assert res.exit_code == 1 and "could not send" in res.output
+
+
+def test_cached_scans_round_trip_and_read_back_from_the_api(tmp_path):
+    from prefect._internal.result_records import ResultRecordMetadata
+
+    from flows.tasks import SCAN_SERIALIZER
+    from l4.ingest import discover
+    from l4.scan import scan_node_file
+
+    job = make_job(tmp_path / "j", nodes=1, iterations=50)
+    scan = scan_node_file(discover(job).files[0])
+    back = SCAN_SERIALIZER.loads(SCAN_SERIALIZER.dumps(scan))
+    assert back.shapes == scan.shapes and (back.counts == scan.counts).all()
+    # the API returns a task run's result metadata as {"type": ...}: it must validate
+    meta = ResultRecordMetadata.model_validate({"serializer": {"type": SCAN_SERIALIZER.type}})
+    assert meta.serializer.type == "l4-zpickle"

@@ -1,0 +1,223 @@
+"""The ``diagnose-job`` flow: discover node files -> parse each (mapped, cached) -> merge ->
+cross-job filter -> spatial -> temporal -> indicators -> report -> root causes -> store ->
+artifacts.
+
+The same flow serves ``l4 diagnose`` (through :func:`diagnose_job_cli`) and the
+event-triggered deployment (``l4 serve``), so a manual and an automatic diagnosis run the
+same code.  ``l4 diagnose --no-prefect`` calls the same library functions without Prefect
+(``l4.pipeline.diagnose_and_record``); the tests check both give the same report.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run
+from prefect.utilities.annotations import quote
+
+from flows.parsing import parse_files
+from flows.settings import load_settings
+from flows.tasks import (
+    cross_job,
+    discover_baseline,
+    discover_job,
+    indicators,
+    io_options,
+    load_pool,
+    merge,
+    publish,
+    report,
+    root_causes,
+    spatial,
+    store_report,
+    temporal,
+)
+
+
+def _opt(value: object) -> str | None:
+    """Event templates render a missing value as None, '' or 'None': all mean absent."""
+    if value is None:
+        return None
+    s = str(value).strip()
+    return None if s in ("", "None", "null") else s
+
+
+def _baselines(value: object) -> list[str]:
+    if value is None or value == "":
+        return []
+    if isinstance(value, str):  # one path, or a comma-separated list from a shell
+        return [p for p in (s.strip() for s in value.split(",")) if p]
+    return [str(v) for v in value if _opt(v)]  # type: ignore[union-attr]
+
+
+def _run_name() -> str:
+    job = flow_run.parameters.get("job") or "job"
+    return f"diagnose {Path(str(job)).name}"
+
+
+@flow(name="diagnose-job", flow_run_name=_run_name, persist_result=False)
+def diagnose_job(
+    job: str,
+    baselines: list[str] | str | None = None,
+    config_id: str | None = None,
+    job_id: str | None = None,
+    kb: str | None = None,
+    templates: str | None = None,
+    use_kb: bool = True,
+    workers: int | None = None,
+    dask_address: str | None = None,
+) -> dict:
+    """Diagnose one failed job directory; returns the report (``l4.report`` contract).
+
+    ``job``/``baselines``: directories as the machine running the flow sees them (shared
+    storage when the flow runs elsewhere).  ``config_id``/``job_id`` override job.json.
+    ``kb``/``templates``: knowledge-base and template-store files (default: ``L4_KB``,
+    ``L4_TEMPLATES``, else the user data dir).  ``dask_address`` parses on that cluster.
+    """
+    t0 = time.perf_counter()
+    settings = load_settings()
+    if _opt(dask_address):
+        settings = replace(settings, dask_address=_opt(dask_address), task_runner="dask")
+    io = io_options(settings)
+    kb, templates = _opt(kb), _opt(templates)
+
+    spec = discover_job.with_options(**io)(str(job), _opt(config_id), _opt(job_id))
+    base_specs, skipped = [], []
+    for b in _baselines(baselines):
+        bspec, why = discover_baseline.with_options(**io)(b)
+        if bspec is None:
+            skipped.append(why)
+        else:
+            base_specs.append(bspec)
+    all_files = list(spec.files) + [f for s in base_specs for f in s.files]
+    parsed = parse_files(all_files, settings, workers)
+    n = len(spec.files)
+    scans, base_scans, k = parsed.scans[:n], [], n
+    for bs in base_specs:
+        base_scans.append(parsed.scans[k:k + len(bs.files)])
+        k += len(bs.files)
+
+    pool = None
+    if use_kb:
+        state = load_pool.with_options(**io)(spec.config_id, kb, return_state=True)
+        if state.is_completed():
+            pool = state.result()
+        else:
+            get_run_logger().warning("normal pool unavailable (%s)", state.message)
+    t_scan = time.perf_counter()
+
+    # quote(): hand big values to tasks as they are; Prefect would otherwise walk every
+    # list inside them looking for futures (seconds for a large job).
+    merged = merge.with_options(**io)(quote(spec), quote(scans), quote(base_specs),
+                                      quote(base_scans), skipped, quote(pool), templates)
+    t_merge = time.perf_counter()
+    failed = quote(merged.failed)
+    cross = quote(cross_job(quote(merged)))
+    ranked = quote(spatial(failed, cross))
+    temp = temporal(failed, cross, ranked)
+    events = indicators(failed, cross, ranked)
+    rep = report(failed, cross, ranked, quote(temp), quote(events))
+    t_end = time.perf_counter()
+    rep["timing"] = {
+        "scan_s": round(t_scan - t0, 3),
+        "merge_s": round(t_merge - t_scan, 3),
+        "analyze_s": round(t_end - t_merge, 3),
+        "total_s": round(t_end - t0, 3),
+        "files_parsed": parsed.parsed,
+        "files_cached": parsed.cached,
+        "files_failed": len(parsed.failed),
+    }
+    if use_kb:
+        rep = root_causes(quote(rep), kb)
+        state = store_report.with_options(**io)(quote(rep), kb, return_state=True)
+        if state.is_completed():
+            rep = state.result()
+        else:
+            rep.setdefault("warnings", []).append(
+                f"diagnosis not recorded: {state.message or 'knowledge base unavailable'}"
+            )
+    pub = publish(quote(rep), return_state=True)
+    if not pub.is_completed():
+        get_run_logger().warning("artifacts not published (%s)", pub.message)
+    return rep
+
+
+class _QuietFilter(logging.Filter):
+    """Drop Prefect's INFO chatter and its failure tracebacks from the terminal; a failure
+    still reaches the caller as an exception (and the server keeps every log line)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not record.name.startswith("prefect"):
+            return True
+        return record.levelno == logging.WARNING
+
+
+@contextlib.contextmanager
+def quiet_console() -> Iterator[None]:
+    """Keep Prefect's per-task log lines off the terminal of an interactive ``l4`` command
+    (they still reach the server and its UI); ``L4_VERBOSE=1`` shows them."""
+    if os.environ.get("L4_VERBOSE"):
+        yield
+        return
+    from prefect.logging.handlers import PrefectConsoleHandler
+
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h, PrefectConsoleHandler)]
+    quiet = _QuietFilter()
+    for h in handlers:
+        h.addFilter(quiet)
+    try:
+        yield
+    finally:
+        for h in handlers:
+            h.removeFilter(quiet)
+
+
+def _server_configured() -> bool:
+    from prefect.settings import PREFECT_API_URL
+
+    return bool(PREFECT_API_URL.value())
+
+
+def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None,
+                     templates: Path | None = None, use_kb: bool = True,
+                     workers: int | None = None, dask_address: str | None = None) -> dict:
+    """What ``l4 diagnose`` runs: the ``diagnose-job`` flow, in this process.
+
+    Without ``PREFECT_API_URL`` Prefect starts a temporary server first (several seconds);
+    a hint on stderr says how to avoid that.  The returned report's ``timing.flow_s`` is the
+    whole run including Prefect's own overhead.
+    """
+    from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
+
+    configured = _server_configured()
+    if not configured and not os.environ.get("L4_QUIET_PREFECT_HINT"):
+        print(
+            "l4: no Prefect server configured (PREFECT_API_URL), so Prefect starts a temporary "
+            "one (6-14 s). For fast runs keep one running: `prefect server start` and "
+            "`prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`; "
+            "or run the engine directly: `l4 diagnose --no-prefect`.",
+            file=sys.stderr,
+        )
+    t0 = time.perf_counter()
+    # No heartbeats for a run that lasts seconds: saves ~1 s waiting on the thread at exit.
+    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}), quiet_console():
+        rep = diagnose_job(
+            job=str(job),
+            baselines=[str(b) for b in baselines],
+            kb=str(kb) if kb else None,
+            templates=str(templates) if templates else None,
+            use_kb=use_kb,
+            workers=workers,
+            dask_address=dask_address,
+        )
+    rep.setdefault("timing", {})["flow_s"] = round(time.perf_counter() - t0, 3)
+    rep["timing"]["prefect_server"] = "configured" if configured else "temporary"
+    return rep
