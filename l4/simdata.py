@@ -22,15 +22,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-STAGES = (
-    "initialization",
-    "data_loading",
-    "model_loading",
-    "training",
-    "checkpointing",
-    "evaluation",
-    "finalization",
-)
+from l4.profiles import STAGES  # noqa: F401  (the stage names truth.json uses)
+
 CATEGORIES = ("hardware", "user", "platform", "framework")
 FRAMEWORKS = ("megatron", "deepspeed", "hf", "torchtitan", "mindspeed")
 NVIDIA = ("megatron", "deepspeed", "hf", "torchtitan")
