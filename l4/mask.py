@@ -39,6 +39,9 @@ _LEAD_TS_RE = re.compile(
 )
 
 _RULES: list[tuple[re.Pattern[str], str]] = [
+    # glog/c10 level prefixes "[W1110 20:20:28.519282102 socket.cpp:752]": keep the level
+    # letter (a warning must stay recognisable as one), drop the date and time
+    (re.compile(r"\[([IWEF])\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?"), r"[\1 <TS>"),
     # timestamps anywhere (plog "2024-05-01-12:00:00.123.456", ISO, times)
     (re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?"), "<TS>"),
     (re.compile(r"(?<![\w\-:])\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TS>"),

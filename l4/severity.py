@@ -64,7 +64,7 @@ def severity(template: str) -> float:
         return 0.0
     if _WARN_LEVEL.search(template):
         # a warning can name a cause ("infoROM is corrupted") but did not stop the job
-        score *= 0.6 if score >= 1.0 else 0.3
+        score *= 0.45 if score >= 1.0 else 0.3
     elif score < 1.0 and _BENIGN.search(template):
         score *= 0.3
     return score
