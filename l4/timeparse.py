@@ -61,25 +61,10 @@ def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
     return era * 146097 + doe - 719468
 
 
-def parse_ts_batch(lines: list[str]) -> np.ndarray:
-    """Timestamps of many lines at once; falls back to :func:`parse_ts` per line when the
-    lines do not all carry exactly one leading ISO timestamp (the fast case)."""
-    if not lines:
-        return np.zeros(0, np.float64)
-    joined = "\n".join(line[:200] for line in lines)
-    found = _ISO.findall(joined)
-    if len(found) != len(lines) or any(f[8] for f in found[:1]):
-        return np.array([parse_ts(line) for line in lines], dtype=np.float64)
-    arr = np.array([f[:6] for f in found], dtype=np.int64)
-    frac = np.array([float("0." + f[6]) if f[6] else 0.0 for f in found])
-    days = _days_from_civil(arr[:, 0], arr[:, 1], arr[:, 2])
-    return days * 86400.0 + arr[:, 3] * 3600 + arr[:, 4] * 60 + arr[:, 5] + frac
-
-
 def ts_layout(key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
     """Where the ISO timestamp sits in a digit-collapsed key: (start, end, group spans).
 
-    Lines sharing a key share this layout, so :func:`ts_from_layout` can read all of their
+    Lines sharing a key share this layout, so :func:`ts_from_matrix` can read all of their
     timestamps with array arithmetic.  ``None`` when the key has no ISO timestamp or one
     with a zone (rare; those go through :func:`parse_ts`).
     """
@@ -109,12 +94,3 @@ def ts_from_matrix(mat: np.ndarray, groups: list[tuple[int, int]]) -> np.ndarray
     frac = field(groups[6]) / float(10 ** (fe - fs)) if fe > fs else 0.0
     days = _days_from_civil(y, mo, d)
     return days * 86400.0 + h * 3600 + mi * 60 + sec + frac
-
-
-def ts_from_layout(lines: list[bytes], layout: tuple[int, int, list[tuple[int, int]]]) -> np.ndarray:
-    """Epoch seconds of same-layout raw lines (see :func:`ts_layout`), vectorised."""
-    a, b, groups = layout
-    width = b - a
-    buf = b"".join(x[a:b].ljust(width, b"0") for x in lines)
-    mat = np.frombuffer(buf, dtype=np.uint8).reshape(len(lines), width)
-    return ts_from_matrix(mat, groups)
