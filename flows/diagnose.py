@@ -198,6 +198,9 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
     configured = _server_configured()
+    if not configured:
+        # the temporary server has no internet to send telemetry to; spare the error line
+        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     if not configured and not os.environ.get("L4_QUIET_PREFECT_HINT"):
         print(
             "l4: no Prefect server configured (PREFECT_API_URL), so Prefect starts a temporary "
