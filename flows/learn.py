@@ -20,9 +20,9 @@ from flows.diagnose import _opt, quiet_console
 from flows.parsing import parse_files
 from flows.settings import load_settings
 from flows.tasks import discover_job, io_options, merge_one, rows_of, store_normal
+from l4.pipeline import check_learnable
 
 #: job.json statuses that mean the job succeeded (as ``l4.pipeline.learn_normal`` accepts)
-SUCCEEDED = ("succeeded", "success", "completed")
 
 
 def _run_name() -> str:
@@ -51,12 +51,7 @@ def learn_normal(
         settings = replace(settings, dask_address=_opt(dask_address), task_runner="dask")
     io = io_options(settings)
     spec = discover_job.with_options(**io)(str(job), None, _opt(job_id))
-    if spec.status and spec.status not in SUCCEEDED:
-        raise ValueError(f"{job}: job.json says status={spec.status!r}; only successful jobs "
-                         "can teach what normal looks like")
-    cfg = _opt(config_id) or spec.config_id
-    if not cfg:
-        raise ValueError(f"{job}: no config_id in job.json; pass config_id")
+    cfg = check_learnable(spec, _opt(config_id), hint="config_id")
     parsed = parse_files(list(spec.files), settings, workers)
     if parsed.failed:  # learned anyway, as l4.pipeline does; said so in the result
         get_run_logger().warning("unreadable node files: %s", ", ".join(parsed.failed))

@@ -71,6 +71,20 @@ def diagnose_and_record(job: Path, baselines: list[Path], *, kb: Path | None = N
     return report
 
 
+SUCCEEDED_STATUSES = ("succeeded", "success", "completed")
+
+
+def check_learnable(spec, config_id: str | None, hint: str = "--config-id") -> str:
+    """The configuration a healthy job teaches; refuse failed jobs and unknown configs."""
+    if spec.status and spec.status not in SUCCEEDED_STATUSES:
+        raise ValueError(f"{spec.root}: job.json says status={spec.status!r}; only successful "
+                         "jobs can teach what normal looks like")
+    cfg = config_id or spec.config_id
+    if not cfg:
+        raise ValueError(f"{spec.root}: no config_id in job.json; pass {hint}")
+    return cfg
+
+
 def learn_normal(job: Path, *, config_id: str | None = None, kb: Path | None = None,
                  templates: Path | None = None) -> dict:
     """A successful job's events enter the normal pool of its configuration."""
@@ -80,12 +94,7 @@ def learn_normal(job: Path, *, config_id: str | None = None, kb: Path | None = N
     from l4.templates import default_store_path, open_store
 
     spec = discover(job)
-    if spec.status and spec.status not in ("succeeded", "success", "completed"):
-        raise ValueError(f"{job}: job.json says status={spec.status!r}; only successful jobs "
-                         "can teach what normal looks like")
-    cfg = config_id or spec.config_id
-    if not cfg:
-        raise ValueError(f"{job}: no config_id in job.json; pass --config-id")
+    cfg = check_learnable(spec, config_id)
     scans = scan_files(spec.files)
     with open_store(templates or os.environ.get("L4_TEMPLATES") or default_store_path()) as store:
         parsed = parse_job(spec, scans, store)
