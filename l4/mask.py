@@ -19,13 +19,16 @@ DIGIT_TABLE = bytes.maketrans(b"123456789", b"000000000")
 _STR_DIGIT_TABLE = str.maketrans("123456789", "000000000")
 
 # Prefixes that say *who* wrote a line, not *what* happened: torchrun's [rank3]: and
-# [default3]:, Slurm --label "  3: ", pdsh "node-021: ", kubectl --prefix, mpirun
-# [1,3]<stdout>:.  They never consume the message's own indentation.
+# [default3]:, Slurm --label "  3: ", pdsh "node-021: " / "cn210: ", kubectl --prefix, mpirun
+# [1,3]<stdout>:.  They never consume the message's own indentation.  A bare word with a
+# number ("cn210: ") is a host name, unless it is a counter a message may start with.
 _WHO_RE = re.compile(
     r"^(?:"
     r"\[(?:rank|default)\d+\]:"
     r"|\s*\d+: "
     r"|[A-Za-z][\w.]*-[\w.\-]*\d[\w.\-]*: "
+    r"|(?!(?:epoch|step|iter|iteration|batch|layer|loss|stage|phase|round|part|test)\d)"
+    r"[a-z][a-z]*\d[a-z\d]*(?:\.[a-z][\w\-]*)*: "
     r"|\[\d+,\d+\]<std(?:out|err)>:"
     r"|\[pod/[^\]\s]+\] "
     r")"

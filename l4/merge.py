@@ -15,6 +15,7 @@ import numpy as np
 from l4.ingest import JobSpec
 from l4.scan import MarkerTrack, NodeScan
 from l4.templates import TemplateStore
+from l4.timeparse import YEARLESS_MAX, place_yearless
 
 
 @dataclass
@@ -121,6 +122,9 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
             else:
                 mk[c] = track
         markers.append(mk)
+    node_first_ts = np.array([s.node_first_ts for s in scans], np.float64)
+    node_last_ts = np.array([s.node_last_ts for s in scans], np.float64)
+    _date_yearless(first_ts, last_ts, node_first_ts, node_last_ts, markers)
     warnings = list(spec.warnings)
     for scan in scans:
         warnings.extend(scan.warnings)
@@ -145,8 +149,8 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
         last_examples=last_examples,
         n_lines=np.array([s.n_lines for s in scans], np.int64),
         n_records=np.array([s.n_records for s in scans], np.int64),
-        node_first_ts=np.array([s.node_first_ts for s in scans], np.float64),
-        node_last_ts=np.array([s.node_last_ts for s in scans], np.float64),
+        node_first_ts=node_first_ts,
+        node_last_ts=node_last_ts,
         last_text=[s.last_text for s in scans],
         status=[s.status for s in scans],
         warnings=warnings,
@@ -156,6 +160,31 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
             for s in scans
         ],
     )
+
+
+def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.ndarray,
+                   node_last: np.ndarray, markers: list[dict[int, MarkerTrack]]) -> None:
+    """Put syslog times ("Oct  9 12:42:15", no year) into the year the job ran in, in place.
+
+    The reference is a dated time of the same node, else of the job: kernel lines then
+    line up with the training stack's own clock.
+    """
+    dated = first_ts[~np.isnan(first_ts) & (first_ts >= YEARLESS_MAX)]
+    job_ref = float(np.median(dated)) if dated.size else math.nan
+    for r in range(first_ts.shape[0]):
+        row = first_ts[r]
+        if not (row < YEARLESS_MAX).any() and not (node_first[r] < YEARLESS_MAX) and not (
+            node_last[r] < YEARLESS_MAX
+        ):
+            continue
+        own = row[~np.isnan(row) & (row >= YEARLESS_MAX)]
+        ref = float(np.median(own)) if own.size else job_ref
+        first_ts[r] = place_yearless(first_ts[r], ref)
+        last_ts[r] = place_yearless(last_ts[r], ref)
+        node_first[r], node_last[r] = place_yearless(np.array([node_first[r], node_last[r]]), ref)
+        for track in markers[r].values():
+            if any(t < YEARLESS_MAX for t in track.ts):
+                track.ts = place_yearless(np.array(track.ts), ref).tolist()
 
 
 def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:

@@ -60,6 +60,13 @@ class Profile:
     stage_rules: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
     error_hints: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
     iteration_markers: list[re.Pattern[str]] = field(default_factory=list)
+    #: (stage, rule) for lines that report a periodic phase with its iteration number
+    periodic: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
+    #: lines that end a save or an evaluation (training resumes after them)
+    resume: list[re.Pattern[str]] = field(default_factory=list)
+
+    def is_resume(self, template: str) -> bool:
+        return any(rx.search(template) for rx in self.resume)
 
     def stage_of(self, template: str) -> str | None:
         for stage, rx in self.stage_rules:
@@ -95,21 +102,27 @@ def load_profiles(directory: str | None = None) -> dict[str, Profile]:
     base = Path(directory) if directory else PROFILE_DIR
     docs = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml"))}
     generic = docs.pop("generic")
-    g_resume = [("training", rx) for rx in _compile(generic.get("resume", []))]
+    g_resume_rx = _compile(generic.get("resume", []))
+    g_resume = [("training", rx) for rx in g_resume_rx]
     g_stages = _rules(generic, "stages", _GENERIC_ORDER)
     g_hints = _rules(generic, "error_hints", _GENERIC_ORDER)
     g_markers = _compile(generic.get("iteration_markers", []))
-    out = {"generic": Profile("generic", [], g_resume + g_stages, g_hints, g_markers)}
+    g_periodic = _rules(generic, "periodic", STAGES)
+    out = {"generic": Profile("generic", [], g_resume + g_stages, g_hints, g_markers,
+                              g_periodic, g_resume_rx)}
     for name, doc in docs.items():
+        resume = _compile(doc.get("resume", []))
         out[name] = Profile(
             name=name,
             detect=_compile(doc.get("detect", [])),
             stage_rules=(
-                [("training", rx) for rx in _compile(doc.get("resume", []))]
+                [("training", rx) for rx in resume]
                 + g_resume + _rules(doc, "stages", STAGES) + g_stages
             ),
+            resume=resume + g_resume_rx,
             error_hints=_rules(doc, "error_hints", _GENERIC_ORDER) + g_hints,
             iteration_markers=_compile(doc.get("iteration_markers", [])) + g_markers,
+            periodic=_rules(doc, "periodic", STAGES) + g_periodic,
         )
     return out
 

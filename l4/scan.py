@@ -36,6 +36,8 @@ MAX_MARKERS = 24
 _CACHE_MAX = 200_000
 _MASKED: dict[bytes, str] = {}
 _LAYOUTS: dict[bytes, tuple] = {}
+#: a time of day anywhere near the start of a line: it has a clock, whatever the format
+_CLOCK_RE = re.compile(r"\d\d:\d\d:\d\d")
 _HEX_RUN = re.compile(rb"0x[0-9a-fA-F]+")
 #: context lines (traceback frames) kept after an example line
 MAX_CONTEXT = 30
@@ -320,7 +322,9 @@ class _Scanner:
         if lay is None:
             text = key.decode("latin-1")
             _, spans = number_spans(text)
-            lay = (ts_layout(text), spans)
+            # no ISO layout but a clock (UTC offset, syslog, dmesg): parse those lines singly
+            clock = _CLOCK_RE.search(text, 0, 200) is not None
+            lay = (ts_layout(text) or ("parse" if clock else None), spans)
             if len(_LAYOUTS) < _CACHE_MAX:
                 _LAYOUTS[key] = lay
         return lay
@@ -357,7 +361,9 @@ class _Scanner:
                 continue
             ts_lay, spans = self._layout(kid)
             rows = bls[sel]
-            if ts_lay is not None:
+            if ts_lay == "parse":
+                ts[sel] = [parse_ts(_decode(raw_lines[r][:200])) for r in rows.tolist()]
+            elif ts_lay is not None:
                 a0, b0, groups = ts_lay
                 ts[sel] = ts_from_matrix(raw_lines.columns(rows, a0, b0), groups)
             if j < len(spans):

@@ -947,6 +947,9 @@ R INFO:megatron.core.datasets.gpt_dataset:> total number of epochs: 1
 R INFO:megatron.core.datasets.gpt_dataset:Load the GPTDataset valid indices
 R INFO:megatron.core.datasets.gpt_dataset:> total number of samples: {valid_samples}
 R > finished creating GPT datasets ...
+"""
+# printed once the data iterators exist, i.e. when data loading is over
+_MG_SETUP_DONE = """
 R [after dataloaders are built] datetime: {br_ts}
 R done with setup ...
 R (min, max) time across ranks (ms):
@@ -1230,6 +1233,7 @@ _MEGATRON_STARTUP: tuple[Step, ...] = (
     ("model_loading", "r0", "fresh", 1.0, _MG_FRESH),
     ("model_loading", "r0", "", 2.0, _MG_MODEL_DONE),
     ("data_loading", "r0", "", 12.0, _MG_DATA),
+    ("training", "r0", "", 0.5, _MG_SETUP_DONE),
 )
 _DEEPSPEED_STARTUP: tuple[Step, ...] = (
     ("initialization", "node0", "", 2.0, _DS_RUNNER),

@@ -357,8 +357,8 @@ def _plan_fault(rng: random.Random, plan: JobPlan, fault: str, late: bool = Fals
             cands = cands[-1:]
         at_iter = rng.choice(cands) if cands else None
         if at_iter is None:
-            stage, at_iter = "training", rng.randint(first + 2, last - 2)
-            iteration = at_iter
+            # a run too short for a periodic save still writes its final one
+            stage = "finalization"
     variant = {}
     if mode == "slow":
         variant["factor"] = rng.uniform(3.0, 10.0)

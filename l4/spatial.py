@@ -10,7 +10,9 @@ filter, the ranking weighs evidence that tells a culprit from its victims:
 * **missing the shared symptom**: when most nodes report the same failure and one does not,
   that one is the node the others were waiting for;
 * **stopped first**: a node whose log ends before the others reached their failure (crash,
-  hang) — judged by time when clocks allow, by progress otherwise.
+  hang) — judged by time when clocks allow, by progress otherwise;
+* **named**: the platform itself says which node failed ("srun: error: Node failure on
+  cn346") — the strongest evidence there is, since that node often logs nothing at all.
 
 Scores are combined by fixed weights into [0, 1]; every node is ranked.
 """
@@ -18,6 +20,7 @@ Scores are combined by fixed weights into [0, 1]; every node is ranked.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +34,15 @@ W_SPECIFIC = 0.55
 W_MISSING = 0.2
 W_STOPPED = 0.15
 W_IFOREST = 0.1
+W_NAMED = 0.6
+#: Messages in which the scheduler or launcher names the node that failed (group ``host``,
+#: matched against the job's node ids).  Only failures *of* a node: a peer a message
+#: merely mentions (the rendezvous host every rank dials) is no evidence.
+NAMED_FAILURE = tuple(re.compile(p) for p in (
+    r"Node failure on (?P<host>[\w.\-]+)",
+    r"host=(?P<host>[\w.\-]+) was not reachable",
+    r"\b[Nn]ode (?P<host>[\w.\-]+) (?:is )?(?:down|not responding|NotReady|unreachable)\b",
+))
 #: how much a propagated-failure message (timeout, reset...) counts next to a cause
 SYMPTOM_WEIGHT = 0.25
 
@@ -114,6 +126,28 @@ def stopped_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     return out
 
 
+def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: 1 when an unusual message on any node names it as the node that failed."""
+    out = np.zeros(job.n_nodes)
+    index = {name: i for i, name in enumerate(job.nodes)}
+    short = {name.split(".")[0]: i for i, name in enumerate(job.nodes)}
+    for i in range(job.n_nodes):
+        for c in np.nonzero(cross.anomalous[i])[0].tolist():
+            texts = [job.last_examples[i].get(c, "")]
+            if c in job.examples[i]:
+                texts.append(job.examples[i][c][1])
+            for text in texts:
+                for rx in NAMED_FAILURE:
+                    m = rx.search(text)
+                    if m is None:
+                        continue
+                    host = m.group("host")
+                    j = index.get(host, short.get(host.split(".")[0]))
+                    if j is not None:
+                        out[j] = 1.0
+    return out
+
+
 def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[NodeScore]:
     """Every node, most suspicious first."""
     n = job.n_nodes
@@ -126,7 +160,10 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     feats = np.log1p(cross.excess[:, kept]) if kept.any() else np.zeros((n, 0))
     extra = np.stack([stop, miss], axis=1)
     iso = iforest_scores(np.hstack([feats, extra]), seed=seed)
+    named = named_failed(job, cross)
     total = W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
+    if named.any():
+        total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     order = sorted(range(n), key=lambda i: (-total[i], job.nodes[i]))
     return [
         NodeScore(
@@ -137,6 +174,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "missing_symptom": round(float(miss[i]), 4),
                 "stopped_first": round(float(stop[i]), 4),
                 "iforest": round(float(iso[i]), 4),
+                "named": round(float(named[i]), 4),
             },
         )
         for i in order

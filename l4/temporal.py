@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import math
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -24,7 +23,7 @@ from dtaidistance import dtw
 from numpy.lib.stride_tricks import sliding_window_view
 
 from l4.crossjob import CrossJobResult
-from l4.mask import strip_prefix
+from l4.mask import numbers_in
 from l4.merge import ParsedJob
 from l4.profiles import EARLY, Profile, choose_profile
 from l4.spatial import NodeScore
@@ -52,7 +51,12 @@ def event_stages(job: ParsedJob, profile: Profile) -> list[str | None]:
 
 
 def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
-    """Stage of a node just before record ``pos`` (see module docstring)."""
+    """Stage of a node just before record ``pos`` (see module docstring).
+
+    Stages only move forward at the ends: once training has begun, start-up stages cannot
+    come back, and once the job has announced the end of training, the final save and
+    teardown that follow are still finalization.
+    """
     current: str | None = None
     trained = False
     for c in seq[: max(pos, 0)].tolist():
@@ -63,8 +67,27 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
             trained = True
         if trained and st in EARLY:
             continue
+        if current == "finalization":
+            break
         current = st
     return current
+
+
+def time_near(job: ParsedJob, r: int, line: int) -> float:
+    """Clock time of line ``line`` of node ``r`` when that line carries none (traceback
+    text, srun messages): the time of the nearest line of the node whose time is known.
+
+    The first and last occurrence of every event are such points, so this needs no
+    per-line index; a line before wins a tie (it cannot be later than the failure).
+    """
+    lines = np.concatenate((job.first_line[r], job.last_line[r]))
+    ts = np.concatenate((job.first_ts[r], job.last_ts[r]))
+    ok = (lines > 0) & ~np.isnan(ts)
+    if not ok.any():
+        return math.nan
+    lines, ts = lines[ok], ts[ok]
+    dist = np.abs(lines - line) * 2 + (lines > line)
+    return float(ts[int(np.argmin(dist))])
 
 
 def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | None, float]:
@@ -215,33 +238,61 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
             break
     if hinted and not (progressed and hinted in EARLY):
         stage = hinted
-    timed = _stage_by_time(job, stages, t0)
+    # an error line without a clock of its own (traceback text, srun) happened about when
+    # the lines around it did.  That rough time only fills in what the culprit's own log
+    # cannot tell (a save or evaluation rank 0 announced); the iteration count below
+    # wants exact times only
+    rough = math.isnan(t0) and line is not None
+    t_stage = time_near(job, r, line) if rough else t0
+    timed = _stage_by_time(job, stages, t_stage)
+    if rough and timed is not None and not (
+        stage is None or (stage == "training" and timed not in EARLY)
+    ):
+        timed = None
     if hinted is None and timed is not None and not (
         stage not in EARLY and stage is not None and timed in EARLY
     ):
         # the job-wide latest stage transition before the failure (rank 0 announces saves,
-        # the last rank iterations, the culprit maybe nothing at all)
-        stage = timed
+        # the last rank iterations, the culprit maybe nothing at all).  Start-up stages
+        # print few timestamps, so between two of them the one the job reaches later wins
+        if stage in EARLY and timed in EARLY:
+            order = _startup_order(job, stages)
+            stage = max((stage, timed), key=lambda st: order.get(st, -1))
+        else:
+            stage = timed
     if hinted is None and (stage is None or stage in EARLY):
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
-        pack = _pack_stage(job, cross, stages, r, t0)
+        pack = _pack_stage(job, cross, stages, r, t_stage)
         if pack is not None and (stage is None or _ORDER.index(pack) > _ORDER.index(stage)):
             stage = pack
     if stage is None:
         stage = "initialization"
+    if stage in _LOOP and _training_finished(job, cross, stages):
+        stage = "finalization"
     if stage == "checkpointing" and _final_save(job, stages):
         stage = "finalization"
-    result = TemporalResult(stage, profile.name, job.nodes[r], line)
 
     marker = choose_marker(job, profile, stages)
     if marker is None:
+        result = TemporalResult(stage, profile.name, job.nodes[r], line)
         result.notes.append("no iteration counter found")
         return result
-    result.marker_template = job.templates[marker]
     tracks = {i: _track_arrays(mk[marker]) for i, mk in enumerate(job.markers) if marker in mk}
     steps = [s for s in (_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
+    # the iteration in progress at the failure point
+    current = _iteration_at(job, tracks, r, pos, t0, step, cross)
+    if hinted is None and stage in _LOOP and current is not None:
+        # which phase had begun after the last completed iteration, by the numbers the
+        # announcements carry (clocks of different nodes disagree by seconds); failing
+        # that, whether the job stopped where its schedule says it validates
+        after = _phase_after(job, profile, stages, current - step)
+        if after is None and stage == "training":
+            after = _scheduled_phase(job, profile, current - step)
+        stage = after or stage
+    result = TemporalResult(stage, profile.name, job.nodes[r], line)
+    result.marker_template = job.templates[marker]
     result.step = step
     scores: dict[int, float] = {}
 
@@ -251,8 +302,6 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         it = int(it)
         scores[it] = max(scores.get(it, 0.0), s)
 
-    # the iteration in progress at the failure point
-    current = _iteration_at(job, tracks, r, pos, t0, step, cross)
     training_fault = stage in ("training", "checkpointing", "evaluation")
     if current is not None and training_fault:
         bump(current, 5.0)
@@ -263,6 +312,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     rarity = np.log1p(total.sum() / np.maximum(total, 1.0)) * (cross.kept + 0.05)
     focus = [row[s.node] for s in ranked[:3]] + list(tracks)[:3]
     first_slow: float | None = None
+    sustained = False
     for i in dict.fromkeys(focus):
         if i not in tracks:
             continue
@@ -273,7 +323,9 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
             # a slow node shows as a run of consecutive slow iterations; take its first
             for a, b, c in zip(runs, runs[1:], runs[2:], strict=False):
                 if b - a <= step and c - b <= step:
-                    first_slow = a if first_slow is None else min(first_slow, a)
+                    if first_slow is None or a < first_slow:
+                        first_slow = a
+                        sustained = _slow_to_the_end(tnum, tts, a)
                     break
             for it, z in dur:
                 bump(it, min(z, 12.0) / 4.0)
@@ -282,7 +334,8 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     if first_slow is not None and (current is None or first_slow < current):
         # ranked just below the failure point: a slow spell before a crash is either the
         # cause (straggler) or noise, and top-3 keeps both
-        bump(first_slow, 4.5)
+        # ... unless the job never recovered: then the slowdown is where the fault began
+        bump(first_slow, 5.5 if sustained else 4.5)
     if not training_fault and stage not in ("finalization",):
         # a start-up failure has no iteration
         scores.clear()
@@ -290,7 +343,98 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     return result
 
 
-_INT_RE = re.compile(r"\d+")
+_LOOP = ("training", "checkpointing", "evaluation")
+
+
+def _training_finished(job: ParsedJob, cross: CrossJobResult, stages: list[str | None]) -> bool:
+    """Had any node announced the end of training (healthy-looking finalization lines after
+    its own training lines) before its own trouble began?  Collectives keep ranks in step,
+    so then the whole job was past its last iteration: a save or crash now is final."""
+    fin = np.array([st == "finalization" for st in stages], dtype=bool)
+    train = np.array([st == "training" for st in stages], dtype=bool)
+    if not fin.any() or not train.any():
+        return False
+    for i in range(job.n_nodes):
+        first = job.first_pos[i]
+        seen_train = first[train & (first >= 0)]
+        if not seen_train.size:
+            continue
+        p_i, _, _ = onset(job, cross, i)
+        ok = fin & ~cross.anomalous[i] & (first > seen_train.min()) & (first < p_i)
+        if ok.any():
+            return True
+    return False
+
+
+def _startup_order(job: ParsedJob, stages: list[str | None]) -> dict[str, int]:
+    """Start-up stages in the order this job goes through them (Megatron builds the model
+    before its datasets, DeepSpeed scripts the other way round), read from the node that
+    logs most of them.  A stage's place is where its last line is: a dataset helper
+    compiled during initialization does not make data loading come first."""
+    cols = [c for c, st in enumerate(stages) if st in EARLY]
+    if not cols:
+        return {}
+    seen = (job.counts[:, cols] > 0).sum(axis=1)
+    i = int(np.argmax(seen))
+    train = [c for c, st in enumerate(stages) if st == "training" and job.counts[i, c] > 0]
+    start = int(job.first_line[i, train].min()) if train else None
+    last: dict[str, int] = {}
+    for c in cols:
+        if job.counts[i, c] > 0:
+            at = int(job.last_line[i, c])
+            if start is not None and at > start:  # also logged during training
+                at = int(job.first_line[i, c])
+            last[stages[c]] = max(last.get(stages[c], 0), at)
+    return {st: k for k, st in enumerate(sorted(last, key=last.get))}
+
+
+def _phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
+                 last_done: float) -> str | None:
+    """The evaluation or save announced for iteration ``last_done`` that never finished.
+
+    "saving checkpoint at iteration 100" after "iteration 100/..." means the job was saving
+    when it died, unless the same node then printed a line that ends the phase ("successfully
+    saved ...").  Compared by line order on one node, so clock skew cannot reorder them.
+    Evaluation comes first: frameworks evaluate, then save, after the same iteration.
+    """
+    if last_done is None or math.isnan(last_done) or last_done <= 0:
+        return None
+    target = float(int(last_done))
+    resume = [c for c, t in enumerate(job.templates) if profile.is_resume(t)]
+    for phase in ("evaluation", "checkpointing"):
+        cols = [c for c, st in enumerate(stages) if st == phase]
+        for i in range(job.n_nodes):
+            for c in cols:
+                text = job.last_examples[i].get(c)
+                if not text or job.counts[i, c] == 0 or target not in numbers_in(text):
+                    continue
+                started = job.last_line[i, c]
+                if not any(job.last_line[i, rc] > started for rc in resume):
+                    return phase
+    return None
+
+
+def _scheduled_phase(job: ParsedJob, profile: Profile, last_done: float) -> str | None:
+    """The periodic phase (evaluation, save) due right after iteration ``last_done``.
+
+    Some frameworks announce an evaluation only when it ends ("validation loss at
+    iteration 150"); the iterations those lines name give the schedule (every 25), so a
+    job that stopped after completing iteration 175 without its report was validating.
+    """
+    if last_done is None or math.isnan(last_done) or last_done <= 0:
+        return None
+    for stage, rx in profile.periodic:
+        for mk in job.markers:
+            for c, track in mk.items():
+                if not rx.search(job.templates[c]):
+                    continue
+                nums = sorted({int(row[0]) for row in track.numbers if row and row[0] > 0})
+                if len(nums) < 2 or int(last_done) in nums:
+                    continue
+                every = math.gcd(*nums)
+                if every > 1 and int(last_done) % every == 0 and last_done > nums[-1]:
+                    return stage
+    return None
 
 
 def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
@@ -300,8 +444,9 @@ def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
         for c, last in job.last_examples[i].items():
             if stages[c] != "checkpointing" or job.counts[i, c] < 2 or c not in job.examples[i]:
                 continue
-            first = [int(x) for x in _INT_RE.findall(strip_prefix(job.examples[i][c][1]))]
-            final = [int(x) for x in _INT_RE.findall(strip_prefix(last))]
+            # numbers the message carries (iteration, step), never the clock's digits
+            first = [int(x) for x in numbers_in(job.examples[i][c][1]) if x == int(x)]
+            final = [int(x) for x in numbers_in(last) if x == int(x)]
             if len(first) != len(final):
                 continue
             for a, b in zip(first, final, strict=True):
@@ -309,6 +454,21 @@ def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
                 if 10 <= a < b and a % 10 == 0 and b % 10 != 0:
                     return True
     return False
+
+
+def _slow_to_the_end(nums: np.ndarray, ts: np.ndarray, start: float) -> bool:
+    """Did iterations stay at least twice as slow as before from ``start`` to the end of the
+    track?  (The 3-sigma rule stops flagging a slowdown once the window is full of it.)"""
+    ok = ~np.isnan(nums) & ~np.isnan(ts)
+    nums, ts = nums[ok], ts[ok]
+    if len(ts) < 4:
+        return False
+    dur, it = np.diff(ts), nums[1:]
+    before, after = dur[it < start], dur[it >= start]
+    before = before[-WINDOW:]
+    if before.size < 2 or after.size < 2:
+        return False
+    return bool(np.median(after) > 2.0 * np.median(before) and after[-1] > 2.0 * np.median(before))
 
 
 def _progressed(job: ParsedJob, cross: CrossJobResult, marker: int | None) -> bool:
@@ -395,7 +555,11 @@ def _iteration_at(job, tracks, r, pos, t0, step, cross) -> float | None:
         if tnum.size:
             return float(np.nanmin(tnum))
         return None
-    # the culprit prints no counter (e.g. only the last rank does): use the pack's clock
+    # the culprit prints no counter (e.g. only the last rank does): the pack's progress.
+    # Collectives keep ranks in step, so the iterations a counting node completed before
+    # its own trouble began are the ones the job completed; that needs no clocks, which
+    # disagree between nodes by seconds (an iteration or two).  Clocks only when the
+    # counting node's own log cannot tell.
     if not tracks:
         return None
     best = None
@@ -403,15 +567,14 @@ def _iteration_at(job, tracks, r, pos, t0, step, cross) -> float | None:
         ok = ~np.isnan(tnum)
         if not ok.any():
             continue
-        if not math.isnan(t0) and (~np.isnan(tts)).any():
+        p_i, _, _ = onset(job, cross, i)
+        done = tnum[ok & (tpos < p_i)]
+        if done.size:
+            cand = float(done[-1] + step)
+        elif not math.isnan(t0) and (~np.isnan(tts)).any():
             after = tnum[ok & (tts > t0)]
-            if after.size:
-                cand = float(after[0])
-            else:
-                cand = float(tnum[ok][-1] + step)
+            cand = float(after[0]) if after.size else float(tnum[ok][-1] + step)
         else:
-            p_i, _, _ = onset(job, cross, i)
-            done = tnum[ok & (tpos < p_i)]
-            cand = float(done[-1] + step) if done.size else float(tnum[ok][0])
+            cand = float(tnum[ok][0])
         best = cand if best is None else min(best, cand)
     return best

@@ -22,6 +22,13 @@ _ISO = re.compile(
 )
 # [Wed May  1 12:00:00 2024] (dmesg -T)
 _DMESG_T = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\b")
+# "Oct  9 12:42:15 host kernel: ..." (syslog, journalctl): no year
+_SYSLOG = re.compile(r"^(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?! \d{4})\b")
+
+#: Times below this are *yearless* (syslog): month, day and time of day packed as
+#: ``((month * 32 + day) * 86400 + seconds of day)``, placed in a year by
+#: :func:`place_yearless` once the job's dated lines say which year it ran in.
+YEARLESS_MAX = 1e8
 
 
 def parse_ts(line: str) -> float:
@@ -45,9 +52,40 @@ def parse_ts(line: str) -> float:
     if m and m.group(1) in _MONTHS:
         mo, d, h, mi, s, y = _MONTHS[m.group(1)], *(int(g) for g in m.groups()[1:])
         return float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
-    # syslog/dmesg stamps without a year ("Oct 14 12:11:11") cannot be placed next to
-    # dated ones from other nodes; better no time than a time in 1970
+    # syslog stamps without a year ("Oct 14 12:11:11"): kept as a yearless time for now,
+    # placed in a year later (better no time than a time in 1970)
+    m = _SYSLOG.search(line, 0, 40)
+    if m and m.group(1) in _MONTHS:
+        mo, d, h, mi, s = _MONTHS[m.group(1)], *(int(g) for g in m.groups()[1:])
+        if 1 <= d <= 31 and h < 24 and mi < 60 and s < 62:
+            return float((mo * 32 + d) * 86400 + h * 3600 + mi * 60 + s)
     return math.nan
+
+
+def place_yearless(ts: np.ndarray, ref: float) -> np.ndarray:
+    """Epoch seconds for the yearless times in ``ts`` (see :data:`YEARLESS_MAX`): the year
+    that puts each closest to ``ref``, a dated time of the same job (a job that runs over
+    New Year's Eve gets December in one year and January in the next).  Others unchanged;
+    without a reference yearless times become ``nan``."""
+    ts = np.array(ts, dtype=np.float64, copy=True)
+    yl = ~np.isnan(ts) & (ts < YEARLESS_MAX)
+    if not yl.any():
+        return ts
+    if math.isnan(ref):
+        ts[yl] = np.nan
+        return ts
+    v = ts[yl]
+    secs = np.mod(v, 86400.0)
+    dd = (v // 86400).astype(np.int64)
+    mo, d = dd // 32, dd % 32
+    y0 = int(np.floor(ref / (365.2425 * 86400))) + 1970
+    best = np.full(v.shape, np.nan)
+    for y in (y0 - 1, y0, y0 + 1):
+        t = _days_from_civil(np.full(v.shape, y), mo, d) * 86400.0 + secs
+        better = np.isnan(best) | (np.abs(t - ref) < np.abs(best - ref))
+        best = np.where(better, t, best)
+    ts[yl] = best
+    return ts
 
 
 def _days_from_civil(y: np.ndarray, m: np.ndarray, d: np.ndarray) -> np.ndarray:
@@ -66,10 +104,10 @@ def ts_layout(key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
 
     Lines sharing a key share this layout, so :func:`ts_from_matrix` can read all of their
     timestamps with array arithmetic.  ``None`` when the key has no ISO timestamp or one
-    with a zone (rare; those go through :func:`parse_ts`).
+    with a UTC offset (rare; those go through :func:`parse_ts`).
     """
     m = _ISO.search(key, 0, 200)
-    if not m or m.group(9):
+    if not m or (m.group(9) and m.group(9) != "Z"):  # "Z" is UTC, which is assumed anyway
         return None
     a = m.start()
     groups = [(m.start(g) - a, m.end(g) - a) if m.group(g) else (0, 0) for g in range(1, 8)]
