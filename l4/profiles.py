@@ -62,6 +62,8 @@ class Profile:
     iteration_markers: list[re.Pattern[str]] = field(default_factory=list)
     #: (stage, rule) for lines that report a periodic phase with its iteration number
     periodic: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
+    #: how many of ``iteration_markers`` are the framework's own (the rest are generic)
+    own_markers: int = 0
     #: lines that end a save or an evaluation (training resumes after them)
     resume: list[re.Pattern[str]] = field(default_factory=list)
 
@@ -82,6 +84,13 @@ class Profile:
 
     def is_marker(self, template: str) -> bool:
         return any(rx.search(template) for rx in self.iteration_markers)
+
+    def marker_rank(self, template: str) -> int:
+        """2 for the framework's own iteration line, 1 for a generic one, 0 otherwise."""
+        for k, rx in enumerate(self.iteration_markers):
+            if rx.search(template):
+                return 2 if k < self.own_markers else 1
+        return 0
 
 
 def _compile(patterns: list[str]) -> list[re.Pattern[str]]:
@@ -122,6 +131,7 @@ def load_profiles(directory: str | None = None) -> dict[str, Profile]:
             resume=resume + g_resume_rx,
             error_hints=_rules(doc, "error_hints", _GENERIC_ORDER) + g_hints,
             iteration_markers=_compile(doc.get("iteration_markers", [])) + g_markers,
+            own_markers=len(doc.get("iteration_markers", []) or []),
             periodic=_rules(doc, "periodic", STAGES) + g_periodic,
         )
     return out

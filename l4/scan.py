@@ -303,18 +303,33 @@ class _Scanner:
             self.rejected.add(sid)
             self.samples.pop(sid, None)
             return
+        self._promote(sid, fs, rows)
+        rest = seg[taken:]
+        if rest.size:
+            self._track(sid, rest, rec_lines, raw_lines, line0, pos0, kids)
+
+    def _promote(self, sid: int, fs: tuple[int, float], rows: list[list[float]]) -> None:
+        """Make shape ``sid`` an iteration-marker track from its samples."""
         self.candidates.add(sid)
         track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
-        for pos, line, raw, row in samples:
+        for pos, line, raw, row in self.samples.pop(sid):
             track.positions.append(pos)
             track.lines.append(line)
             track.numbers.append([row[fs[0]]])
             track.ts.append(parse_ts(_decode(raw)))
         self.markers[sid] = track
-        del self.samples[sid]
-        rest = seg[taken:]
-        if rest.size:
-            self._track(sid, rest, rec_lines, raw_lines, line0, pos0, kids)
+
+    def _finish_samples(self) -> None:
+        """A job that died at iteration 5 printed four iteration lines: fewer than the
+        samples a counter normally has to show, but still a counter, and the one that says
+        where the job stopped."""
+        for sid in sorted(self.samples):
+            rows = [nums for _, _, _, nums in self.samples[sid]]
+            if len(self.candidates) >= MAX_MARKERS:
+                break
+            fs = step_field(rows)
+            if fs is not None:
+                self._promote(sid, fs, rows)
 
     def _layout(self, kid: int) -> tuple:
         key = self.keys[kid]
@@ -392,6 +407,7 @@ class _Scanner:
         scan.seq = (
             np.concatenate(self.seq_parts) if self.seq_parts else np.zeros(0, np.uint32)
         )
+        self._finish_samples()
         scan.markers = self.markers
         scan.node_first_ts = self.first_ts_node
         scan.node_last_ts = self.last_ts_node

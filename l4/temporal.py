@@ -113,23 +113,58 @@ def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | Non
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) -> int | None:
-    """The event column that counts iterations (most lines, profile match breaks ties)."""
-    score: dict[int, float] = {}
+    """The event column that counts iterations.
+
+    The framework's own iteration line first, then any line the generic rules call an
+    iteration line, then the counter that counted the most distinct steps on one node.
+    Distinct steps, not lines: eight local ranks printing "[Rank 3] (after 1000
+    iterations)" once each make a counter of ranks, not of progress.
+    """
+    score: dict[int, int] = {}
     for mk in job.markers:
         for c, track in mk.items():
             if stages[c] not in (None, "training"):
                 continue  # save/eval counters, shard and dataset progress bars
-            score[c] = score.get(c, 0.0) + len(track.positions)
+            steps = len({row[0] for row in track.numbers if row})
+            score[c] = max(score.get(c, 0), steps)
     if not score:
         return None
-    best = max(score, key=lambda c: (profile.is_marker(job.templates[c]), score[c], -c))
-    return best
+    return max(score, key=lambda c: (profile.marker_rank(job.templates[c]), score[c], -c))
 
 
-def _track_arrays(track) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    pos = np.asarray(track.positions, dtype=np.int64)
-    num = np.asarray([row[0] if row else np.nan for row in track.numbers], dtype=np.float64)
-    ts = np.asarray(track.ts, dtype=np.float64)
+def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
+                 marker: int) -> list[int]:
+    """``marker`` and the columns that carry on its count: a framework may print its first
+    iterations without some field ("throughput" from iteration 10 on), which makes two
+    templates of one line.  On every node that prints both, one's numbers end where the
+    other's begin."""
+    rank = profile.marker_rank(job.templates[marker])
+    cols = [marker]
+    if rank == 0:
+        return cols
+    cands = {c for mk in job.markers for c in mk
+             if c != marker and stages[c] in (None, "training")
+             and profile.marker_rank(job.templates[c]) == rank}
+    for c in sorted(cands):
+        both = 0
+        for mk in job.markers:
+            if marker in mk and c in mk:
+                a = [row[0] for row in mk[marker].numbers if row]
+                b = [row[0] for row in mk[c].numbers if row]
+                if not a or not b or not (max(a) < min(b) or max(b) < min(a)):
+                    both = -1
+                    break
+                both += 1
+        if both > 0:
+            cols.append(c)
+    return cols
+
+
+def _track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pos = np.asarray([p for t in tracks for p in t.positions], dtype=np.int64)
+    num = np.asarray([row[0] if row else np.nan for t in tracks for row in t.numbers],
+                     dtype=np.float64)
+    ts = np.asarray([x for t in tracks for x in t.ts], dtype=np.float64)
     order = np.argsort(pos, kind="stable")
     pos, num, ts = pos[order], num[order], ts[order]
     if len(num) > 1:
@@ -278,7 +313,9 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         result = TemporalResult(stage, profile.name, job.nodes[r], line)
         result.notes.append("no iteration counter found")
         return result
-    tracks = {i: _track_arrays(mk[marker]) for i, mk in enumerate(job.markers) if marker in mk}
+    counter = same_counter(job, profile, stages, marker)
+    tracks = {i: _track_arrays(*[mk[c] for c in counter if c in mk])
+              for i, mk in enumerate(job.markers) if any(c in mk for c in counter)}
     steps = [s for s in (_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
     # the iteration in progress at the failure point
@@ -418,21 +455,32 @@ def _scheduled_phase(job: ParsedJob, profile: Profile, last_done: float) -> str 
     """The periodic phase (evaluation, save) due right after iteration ``last_done``.
 
     Some frameworks announce an evaluation only when it ends ("validation loss at
-    iteration 150"); the iterations those lines name give the schedule (every 25), so a
-    job that stopped after completing iteration 175 without its report was validating.
+    iteration 50"); the iterations those lines name give the schedule (every 25), so a
+    job that stopped after completing iteration 75 without its report was validating.
+    The first and last report and how many there were are enough to read the schedule.
     """
     if last_done is None or math.isnan(last_done) or last_done <= 0:
         return None
+    done = int(last_done)
     for stage, rx in profile.periodic:
-        for mk in job.markers:
-            for c, track in mk.items():
-                if not rx.search(job.templates[c]):
+        for c, template in enumerate(job.templates):
+            if not rx.search(template):
+                continue
+            for i in np.nonzero(job.counts[:, c] >= 2)[0].tolist():
+                if c not in job.examples[i] or c not in job.last_examples[i]:
                     continue
-                nums = sorted({int(row[0]) for row in track.numbers if row and row[0] > 0})
-                if len(nums) < 2 or int(last_done) in nums:
+                a = numbers_in(job.examples[i][c][1])
+                b = numbers_in(job.last_examples[i][c])
+                pair = next(((x, y) for x, y in zip(a, b, strict=False)
+                             if 0 < x < y and x == int(x) and y == int(y)), None)
+                if pair is None or len(a) != len(b):
                     continue
-                every = math.gcd(*nums)
-                if every > 1 and int(last_done) % every == 0 and last_done > nums[-1]:
+                first, last = int(pair[0]), int(pair[1])
+                k = int(job.counts[i, c])
+                every = math.gcd(first, last)
+                if (last - first) % (k - 1) == 0:
+                    every = math.gcd(every, (last - first) // (k - 1))
+                if every > 1 and done > last and done % every == 0:
                     return stage
     return None
 
@@ -526,8 +574,9 @@ def _pack_stage(job, cross, stages, r, t0) -> str | None:
         if st is None:
             continue
         if st not in EARLY and not math.isnan(t0) and train_cols:
-            first_train = np.nanmin(job.first_ts[i, train_cols])
-            if not math.isnan(first_train) and first_train > t0:
+            seen = job.first_ts[i, train_cols]
+            seen = seen[~np.isnan(seen)]
+            if seen.size and seen.min() > t0:
                 continue
         votes[st] = votes.get(st, 0) + 1
     if not votes:

@@ -25,6 +25,18 @@ def test_prefixes_are_not_part_of_the_message():
     assert strip_prefix(f"3: {msg}") == msg
 
 
+def test_pdsh_host_prefixes_are_not_part_of_the_message():
+    """pdsh prefixes every line with the host it came from, with or without a dash."""
+    msg = "[W socket.cpp:752] [c10d] The client socket cannot be initialized"
+    assert strip_prefix(f"cn210: {msg}") == msg
+    assert strip_prefix(f"dgx-h100-13j: {msg}") == msg
+    assert is_continuation('cn210:   File "/x.py", line 3, in f')
+    # a counter or a level in front of a message is the message
+    assert strip_prefix("epoch3: loss 2.5") == "epoch3: loss 2.5"
+    assert strip_prefix("ERROR: ld.so: object cannot be preloaded") == "ERROR: ld.so: object cannot be preloaded"
+    assert strip_prefix("pdsh@cn210: cn239: ssh exited with exit code 1").startswith("pdsh@cn210")
+
+
 def test_continuation_lines_are_indented():
     assert is_continuation('  File "/x.py", line 3, in f')
     assert is_continuation('[rank1]:   File "/x.py", line 3, in f')

@@ -30,6 +30,16 @@ def test_duration_flags_a_slow_spell_but_not_jitter():
     assert temporal.duration_anomalies(np.arange(60.0), calm) == []
 
 
+def test_a_slowdown_that_lasts_to_the_end_is_told_from_a_passing_one():
+    rng = np.random.default_rng(1)
+    nums = np.arange(1, 61, dtype=float)
+    lasting = np.cumsum(np.r_[rng.normal(2, 0.05, 40), rng.normal(10, 0.3, 20)])
+    assert temporal._slow_to_the_end(nums, lasting, 41)
+    passing = np.cumsum(np.r_[rng.normal(2, 0.05, 40), rng.normal(10, 0.3, 5),
+                              rng.normal(2, 0.05, 15)])
+    assert not temporal._slow_to_the_end(nums, passing, 41)
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(0.5, 100), min_size=0, max_size=80))
 def test_duration_never_fails_on_any_series(steps):

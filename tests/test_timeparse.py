@@ -1,0 +1,57 @@
+"""Clocks as training stacks and the systems under them print them."""
+
+import calendar
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from l4.ingest import NodeFile
+from l4.scan import scan_node_file
+from l4.timeparse import YEARLESS_MAX, parse_ts, place_yearless
+
+
+def _utc(*fields) -> float:
+    return float(calendar.timegm((*fields, 0, 0, 0)))
+
+
+def test_formats_to_epoch_seconds():
+    assert parse_ts("2024-05-01 12:00:00,250 INFO x") == _utc(2024, 5, 1, 12, 0, 0) + 0.25
+    assert parse_ts("2024-05-01T12:00:00.5Z x") == _utc(2024, 5, 1, 12, 0, 0) + 0.5
+    assert parse_ts("2024-05-01T14:00:00+02:00 x") == _utc(2024, 5, 1, 12, 0, 0)
+    assert parse_ts("[Wed May  1 12:00:00 2024] NVRM: Xid") == _utc(2024, 5, 1, 12, 0, 0)
+    assert np.isnan(parse_ts("iteration 100 | loss 2.5"))
+
+
+def test_syslog_times_get_the_year_of_the_job_they_belong_to():
+    """Kernel lines ("Oct  9 12:42:15 host kernel: NVRM: Xid ...") carry no year."""
+    v = parse_ts("Oct  9 12:42:15 gpu-a100-0481 kernel: NVRM: Xid 79")
+    assert v < YEARLESS_MAX
+    ref = _utc(2024, 10, 9, 11, 0, 0)
+    assert place_yearless(np.array([v]), ref)[0] == _utc(2024, 10, 9, 12, 42, 15)
+    # a job that runs over New Year's Eve
+    jan = parse_ts("Jan  1 00:00:05 node-3 kernel: x")
+    assert place_yearless(np.array([jan]), _utc(2024, 12, 31, 23, 50, 0))[0] == _utc(2025, 1, 1, 0, 0, 5)
+    # dated times pass through; without any dated time a yearless one means nothing
+    assert place_yearless(np.array([ref, np.nan]), ref)[0] == ref
+    assert np.isnan(place_yearless(np.array([v]), float("nan"))[0])
+
+
+@given(st.integers(1, 12), st.integers(1, 28), st.integers(0, 23), st.integers(0, 59),
+       st.integers(2000, 2040))
+def test_yearless_round_trip(month, day, hour, minute, year):
+    line = f"{calendar.month_abbr[month]} {day:2d} {hour:02d}:{minute:02d}:07 host kernel: x"
+    ref = _utc(year, month, day, 12, 0, 0)
+    assert place_yearless(np.array([parse_ts(line)]), ref)[0] == _utc(year, month, day, hour, minute, 7)
+
+
+def test_iteration_times_are_read_behind_a_container_runtime_prefix(tmp_path):
+    """kubectl logs --timestamps puts an RFC 3339 time with "Z" in front of every line."""
+    rows = [f"2025-01-30T16:{k // 60:02d}:{k % 60:02d}.123456789Z [default7]:  iteration "
+            f"{k:8d}/ 500 | loss: 2.5 |" for k in range(1, 121)]
+    path = tmp_path / "w.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("w", path, "w.log"))
+    (_, track), = scan.markers.items()
+    assert not np.isnan(track.ts).any()
+    assert np.allclose(np.diff(track.ts), 1.0)
