@@ -124,6 +124,16 @@ def numbers_in(line: str) -> list[float]:
     return [float(m.group(0)) for m in _NUM_RE.finditer(body)]
 
 
+_DECIMAL_RE = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+
+
+def decimals_in(line: str) -> list[float]:
+    """Measured values of a raw line: numbers with a decimal point, timestamps excluded.
+    (Integers are mostly identities: ranks, pids, ports, step numbers.)"""
+    body = _ANY_CLOCK_RE.sub(" ", strip_prefix(line))
+    return [float(m.group(0)) for m in _DECIMAL_RE.finditer(body)]
+
+
 def number_spans(line: str) -> tuple[tuple[int, int] | None, list[tuple[int, int]]]:
     """(timestamp span, spans of free-standing numbers) in ``line``'s own offsets.
 

@@ -12,7 +12,10 @@ filter, the ranking weighs evidence that tells a culprit from its victims:
 * **stopped first**: a node whose log ends before the others reached their failure (crash,
   hang) — judged by time when clocks allow, by progress otherwise;
 * **named**: the platform itself says which node failed ("srun: error: Node failure on
-  cn346") — the strongest evidence there is, since that node often logs nothing at all.
+  cn346") — the strongest evidence there is, since that node often logs nothing at all;
+* **odd measurements**: the one node whose own timers disagree with everybody else's by a
+  wide margin in a line all nodes print (a straggler computes 8 s where the others compute
+  1.8 s and then wait 24 s in all-reduce) — a slow node prints no error at all.
 
 Scores are combined by fixed weights into [0, 1]; every node is ranked.
 """
@@ -27,6 +30,7 @@ import numpy as np
 from sklearn.ensemble import IsolationForest
 
 from l4.crossjob import CrossJobResult
+from l4.mask import decimals_in
 from l4.merge import ParsedJob
 from l4.severity import is_symptom
 
@@ -35,6 +39,11 @@ W_MISSING = 0.2
 W_STOPPED = 0.15
 W_IFOREST = 0.1
 W_NAMED = 0.6
+#: specific trouble of one novel, severe (1.0) event on a single node
+LONE_CAUSE = (0.1 + 1.0) ** 2
+W_ODD = 0.3
+#: how far (as a factor) a node's measurement must be from the other nodes' median
+ODD_FACTOR = 3.0
 #: Messages in which the scheduler or launcher names the node that failed (group ``host``,
 #: matched against the job's node ids).  Only failures *of* a node: a peer a message
 #: merely mentions (the rendezvous host every rank dials) is no evidence.
@@ -148,12 +157,52 @@ def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     return out
 
 
+def odd_measurements(job: ParsedJob) -> np.ndarray:
+    """Per node: how far its last measured values (timings, rates) stand apart from every
+    other node's, in lines that most nodes print.
+
+    Only a lone outlier counts (at most one node in twenty per field): roles that differ
+    by design, pipeline stages say, differ in groups, not one node at a time.
+    """
+    n = job.n_nodes
+    out = np.zeros(n)
+    if n < 4:
+        return out
+    common = (job.counts > 0).sum(axis=0) >= max(4, n // 2)
+    for c in np.nonzero(common)[0].tolist():
+        if "<*>" not in job.templates[c]:
+            continue
+        rows = {i: decimals_in(job.last_examples[i][c]) for i in range(n)
+                if job.counts[i, c] > 0 and c in job.last_examples[i]}
+        widths = [len(v) for v in rows.values() if v]
+        if not widths:
+            continue
+        width = max(set(widths), key=widths.count)
+        keep = [i for i, v in rows.items() if len(v) == width]
+        if len(keep) < 4:
+            continue
+        values = np.array([rows[i] for i in keep])
+        for j in range(width):
+            v = values[:, j]
+            if (v <= 0).any():
+                continue
+            spread = np.abs(np.log(v / np.median(v)))
+            far = spread > math.log(ODD_FACTOR)
+            if 0 < far.sum() <= max(1, len(keep) // 20):
+                for k in np.nonzero(far)[0].tolist():
+                    out[keep[k]] += min(float(spread[k]), math.log(20.0))
+    return out
+
+
 def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[NodeScore]:
     """Every node, most suspicious first."""
     n = job.n_nodes
     if n == 0:
         return []
-    spec = _normalise(specific_trouble(job, cross))
+    # scaled against one clear cause on one node, not against the loudest node: when all
+    # anybody logged is echoes (timeouts after a straggler), the loudest echo is no culprit
+    raw = specific_trouble(job, cross)
+    spec = raw / max(float(raw.max()) if raw.size else 0.0, LONE_CAUSE)
     miss = _normalise(missing_symptom(job, cross))
     stop = _normalise(stopped_first(job, cross))
     kept = cross.kept
@@ -161,7 +210,9 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     extra = np.stack([stop, miss], axis=1)
     iso = iforest_scores(np.hstack([feats, extra]), seed=seed)
     named = named_failed(job, cross)
-    total = W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
+    odd = _normalise(odd_measurements(job))
+    total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
+             + W_ODD * odd) / (1.0 + W_ODD * (odd.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     order = sorted(range(n), key=lambda i: (-total[i], job.nodes[i]))
@@ -175,6 +226,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "stopped_first": round(float(stop[i]), 4),
                 "iforest": round(float(iso[i]), 4),
                 "named": round(float(named[i]), 4),
+                "odd_measurements": round(float(odd[i]), 4),
             },
         )
         for i in order

@@ -1,0 +1,54 @@
+"""A slow node prints no error: its own timers give it away."""
+
+from __future__ import annotations
+
+import random
+
+from conftest import write_job
+from l4.engine import diagnose
+
+
+def _timers_job(root, *, n_nodes: int = 8, slow: int | None = None, slow_from: int = 40,
+                n_iters: int = 80, seed: int = 0):
+    rng = random.Random(seed)
+    nodes = {}
+    for r in range(n_nodes):
+        out = [f"2024-05-01 12:00:00,000 [INFO] [launch.py:152:main] nnodes={n_nodes}, node_rank={r}"]
+        clock = 0.0
+        for it in range(1, n_iters + 1):
+            factor = 6.0 if slow is not None and it >= slow_from else 1.0
+            clock += 2.0 * factor
+            fwd = 600 * (factor if r == slow else 1.0) * rng.uniform(0.97, 1.03)
+            wait = (2 + 20 * rng.random()) if r == slow else max(1.0, 2000 * factor - 1800)
+            stamp = f"2024-05-01 12:{int(clock) // 60 % 60:02d}:{int(clock) % 60:02d},000"
+            out.append(f"{stamp} [INFO] [logging.py:96:log_dist] [Rank {r * 8}] time (ms) | "
+                       f"fwd_microstep: {fwd:.2f} | bwd_allreduce_microstep: {wait:.2f}")
+            if r == 0:
+                out.append(f"{stamp} [INFO] [logging.py:96:log_dist] [Rank 0] step={it}, "
+                           f"skipped=0, lr=[1e-4]")
+        if slow is not None:
+            out.append(f"slurmstepd: error: *** STEP 99.0 ON node-{r} CANCELLED AT "
+                       "2024-05-01T13:00:00 DUE TO TIME LIMIT ***")
+        nodes[f"node-{r}"] = "\n".join(out) + "\n"
+    return write_job(root, nodes, status="failed" if slow is not None else "succeeded",
+                     framework="deepspeed")
+
+
+def test_the_node_whose_timers_disagree_with_everyone_is_the_straggler(tmp_path):
+    failed = _timers_job(tmp_path / "failed", slow=5)
+    bases = [_timers_job(tmp_path / f"b{i}", seed=i + 1) for i in range(2)]
+    report = diagnose(failed, bases)
+    assert report["nodes"][0]["node"] == "node-5"
+    assert report["stage"] == "training"
+    assert 40 in [it["iteration"] for it in report["iterations"][:3]]
+
+
+def test_healthy_spread_between_nodes_names_nobody(tmp_path):
+    from l4 import spatial
+    from l4.engine import parse_job, scan_files
+    from l4.ingest import discover
+    from l4.templates import TemplateStore
+
+    spec = discover(_timers_job(tmp_path / "ok", seed=3))
+    job = parse_job(spec, scan_files(spec.files), TemplateStore(None))
+    assert not spatial.odd_measurements(job).any()
