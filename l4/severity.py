@@ -27,6 +27,7 @@ _CAUSE = re.compile(
     r"|unexpected key|missing key|corrupt|invalid (?:header|magic)|checksum"
     r"|version (?:mismatch|incompatib)|incompatible|not supported by|undefined symbol"
     r"|preempt|evict|node fail|due to node failure|cancelled|canceled|time limit"
+    r"|low on resource|ephemeral-storage|oomkilled|exceeded (?:its|the) (?:memory|storage|ephemeral)"
     r"|ei\d{4}|ee\d{4}|eh\d{4}|el\d{4}|ej\d{4}|err\d{5}|507\d{3}"
     r"|could not find net|failed to find reverse path|unhandled system error|unhandled cuda error"
     r"|cuda error|cudaerror|nccl error|ncclinternalerror|ncclsystemerror|ncclinvalidusage"
