@@ -71,6 +71,24 @@ def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     }
 
 
+#: how each piece of node evidence (``l4.spatial``) reads in the text report
+_EVIDENCE_WORDS = {
+    "named": "named as the failed node",
+    "specific": "errors of its own",
+    "odd_measurements": "its timers disagree with all others",
+    "missing_symptom": "lacks the timeouts the others show",
+    "stopped_first": "stopped first",
+    "iforest": "unusual event counts",
+}
+
+
+def _why(evidence: dict) -> str:
+    """The strong pieces of a node's evidence, strongest first."""
+    strong = sorted(((v, k) for k, v in evidence.items() if k in _EVIDENCE_WORDS and v >= 0.5),
+                    reverse=True)
+    return "; ".join(_EVIDENCE_WORDS[k] for _, k in strong[:3])
+
+
 def render_text(report: dict, *, max_nodes: int = 5, max_events: int = 8) -> str:
     """A readable summary for the terminal (rich markup-free plain text with rich tables)."""
     from rich.console import Console
@@ -102,8 +120,9 @@ def render_text(report: dict, *, max_nodes: int = 5, max_events: int = 8) -> str
     nodes.add_column("#", justify="right")
     nodes.add_column("node")
     nodes.add_column("score", justify="right")
+    nodes.add_column("why")
     for i, n in enumerate(report.get("nodes", [])[:max_nodes], 1):
-        nodes.add_row(str(i), esc(n["node"]), f"{n['score']:.3f}")
+        nodes.add_row(str(i), esc(n["node"]), f"{n['score']:.3f}", _why(n.get("evidence") or {}))
     console.print(nodes)
     events = Table(title="Failure-indicating events", show_lines=False)
     events.add_column("score", justify="right")

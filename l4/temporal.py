@@ -348,6 +348,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     total = job.counts.sum(axis=0).astype(np.float64)
     rarity = np.log1p(total.sum() / np.maximum(total, 1.0)) * (cross.kept + 0.05)
     focus = [row[s.node] for s in ranked[:3]] + list(tracks)[:3]
+    alarming = cross.severity >= 0.5
     first_slow: float | None = None
     sustained = False
     for i in dict.fromkeys(focus):
@@ -368,11 +369,20 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
                 bump(it, min(z, 12.0) / 4.0)
         for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
             bump(it, min(z, 12.0) / 4.0)
+        began = streak_onset(job.seqs[i], tpos, tnum, alarming)
+        if began is not None and (current is None or began < current):
+            # every iteration since then said the same alarming thing (an fp16 overflow
+            # each step until the loss scale bottoms out): that is where the fault began
+            bump(began, 5.5)
     if first_slow is not None and (current is None or first_slow < current):
         # ranked just below the failure point: a slow spell before a crash is either the
         # cause (straggler) or noise, and top-3 keeps both
         # ... unless the job never recovered: then the slowdown is where the fault began
         bump(first_slow, 5.5 if sustained else 4.5)
+    # spikes that come back every N iterations are the schedule (an evaluation every 25
+    # iterations lengthens every 25th), not a fault: listed after everything else
+    for it in _periodic([it for it, sc in scores.items() if sc < 4.5], step):
+        scores[it] *= 0.1
     if not training_fault and stage not in ("finalization",):
         # a start-up failure has no iteration
         scores.clear()
@@ -502,6 +512,55 @@ def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
                 if 10 <= a < b and a % 10 == 0 and b % 10 != 0:
                     return True
     return False
+
+
+def _periodic(its: list[int], step: float) -> set[int]:
+    """Members of ``its`` that lie on a run of three or more at one fixed stride (larger
+    than the counter's own step)."""
+    have = set(its)
+    out: set[int] = set()
+    ordered = sorted(have)
+    strides = {b - a for a, b in zip(ordered, ordered[1:], strict=False) if b - a > step}
+    for stride in strides:
+        for a in ordered:
+            if a - stride in have:
+                continue  # not the start of a run
+            run = [a]
+            while run[-1] + stride in have:
+                run.append(run[-1] + stride)
+            if len(run) >= 3:
+                out.update(run)
+    return out
+
+
+def streak_onset(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray, alarming: np.ndarray,
+                 *, look_back: int = 400, min_run: int = 3) -> int | None:
+    """First iteration of a streak that lasted to the end: an alarming event that every
+    iteration printed from then on, and none of the ``WINDOW`` iterations before it.
+
+    ``pos`` are the counter's record positions on this node, ``nums`` the iterations they
+    name; an iteration's events are the records since the previous counter line.
+    """
+    n = len(pos)
+    if n < min_run + 1:
+        return None
+    lo = max(1, n - look_back)
+    segs = [set(seq[pos[k - 1] + 1: pos[k] + 1].tolist()) for k in range(lo, n)]
+    tail = segs[-1]
+    best = None
+    for e in tail:
+        if not alarming[e]:
+            continue
+        k = len(segs) - 1
+        while k > 0 and e in segs[k - 1]:
+            k -= 1
+        run = len(segs) - k
+        before = segs[max(0, k - WINDOW): k]
+        if run >= min_run and before and not any(e in b for b in before):
+            it = nums[lo + k]
+            if not math.isnan(it) and (best is None or it < best):
+                best = int(it)
+    return best
 
 
 def _slow_to_the_end(nums: np.ndarray, ts: np.ndarray, start: float) -> bool:

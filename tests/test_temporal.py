@@ -40,6 +40,29 @@ def test_a_slowdown_that_lasts_to_the_end_is_told_from_a_passing_one():
     assert not temporal._slow_to_the_end(nums, passing, 41)
 
 
+def test_a_streak_that_lasts_to_the_end_marks_where_the_fault_began():
+    # iteration k's records: routine event 1, then the counter line (event 3); from
+    # iteration 41 on an alarming event 7 (an fp16 overflow) comes every time
+    seq, pos = [], []
+    for k in range(1, 61):
+        seq += [1, 7] if k >= 41 else [1]
+        if k == 10:
+            seq.append(7)  # one overflow early in training is normal
+        pos.append(len(seq))
+        seq.append(3)
+    seq, pos = np.array(seq, dtype=np.uint32), np.array(pos)
+    alarming = np.zeros(8, dtype=bool)
+    alarming[7] = True
+    nums = np.arange(1, 61, dtype=float)
+    assert temporal.streak_onset(seq, pos, nums, alarming) == 41
+    assert temporal.streak_onset(seq, pos, nums, np.zeros(8, dtype=bool)) is None
+
+
+def test_spikes_on_a_schedule_are_periodic_but_a_lone_one_is_not():
+    assert temporal._periodic([26, 51, 76, 101, 87], 1.0) == {26, 51, 76, 101}
+    assert temporal._periodic([26, 87], 1.0) == set()
+
+
 @settings(max_examples=50, deadline=None)
 @given(st.lists(st.floats(0.5, 100), min_size=0, max_size=80))
 def test_duration_never_fails_on_any_series(steps):
