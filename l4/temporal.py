@@ -4,13 +4,17 @@
   ``l4.profiles``); a node's stage at a point of its log is that of the last classified event
   before it (once training has begun, start-up stages cannot come back).  The failure point
   is where the culprit's first unusual event is (or where its log ends, for a silent crash);
-  an error's own wording can refine the stage (``error_hints``).
+  an error's own wording can refine the stage (``error_hints``).  What other ranks
+  announced fills in what the culprit did not print: a save or evaluation for the
+  iteration last completed (matched by its number: node clocks disagree by seconds), an
+  evaluation the schedule says was due, the end of training.
 * **Iterations**: the step counter is found from the data (a template whose number advances
   by a fixed step, see ``l4.scan``), so unknown formats work; the profile only breaks ties.
   Each iteration's event sequence is compared by DTW with the preceding ``WINDOW`` ones and
   flagged by the 3-sigma rule, as in the paper; iteration durations are checked the same way
   (slow node, hang).  The iteration that matters is the first that did not complete
-  normally: the one in progress at the failure point, or the first abnormally slow one.
+  normally: the one in progress at the failure point, or where a slowdown or an alarming
+  streak that lasted to the end began.
 """
 
 from __future__ import annotations
@@ -258,6 +262,44 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     row = {n: i for i, n in enumerate(job.nodes)}
     r = row[ranked[0].node]
     pos, line, t0 = onset(job, cross, r)
+    stage, hinted = failure_stage(job, cross, profile, stages, r, pos, line, t0)
+
+    marker = choose_marker(job, profile, stages)
+    if marker is None:
+        result = TemporalResult(stage, profile.name, job.nodes[r], line)
+        result.notes.append("no iteration counter found")
+        return result
+    counter = same_counter(job, profile, stages, marker)
+    tracks = {i: _track_arrays(*[mk[c] for c in counter if c in mk])
+              for i, mk in enumerate(job.markers) if any(c in mk for c in counter)}
+    steps = [s for s in (_step(t[1]) for t in tracks.values()) if s]
+    step = float(np.median(steps)) if steps else 1.0
+    # the iteration in progress at the failure point
+    current = _iteration_at(job, tracks, r, pos, t0, step, cross)
+    if hinted is None and stage in _LOOP and current is not None:
+        # which phase had begun after the last completed iteration, by the numbers the
+        # announcements carry (clocks of different nodes disagree by seconds); failing
+        # that, whether the job stopped where its schedule says it validates
+        after = _phase_after(job, profile, stages, current - step)
+        if after is None and stage == "training":
+            after = _scheduled_phase(job, profile, current - step)
+        stage = after or stage
+    result = TemporalResult(stage, profile.name, job.nodes[r], line)
+    result.marker_template = job.templates[marker]
+    result.step = step
+    if stage in _LOOP or stage == "finalization":  # a start-up failure has no iteration
+        focus = [row[s.node] for s in ranked[:3]] + list(tracks)[:3]
+        scores = suspicious_iterations(job, cross, tracks, step, focus,
+                                       current if stage in _LOOP else None)
+        result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
+    return result
+
+
+def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
+                  stages: list[str | None], r: int, pos: int, line: int | None,
+                  t0: float) -> tuple[str, str | None]:
+    """(stage, stage the error's own words name or ``None``) of a failure that began at
+    record ``pos`` of node ``r``, before iteration numbers are consulted."""
     stage = stage_at(job.seqs[r], pos, stages)
     # the error's own words, and the code its traceback went through, may place it more
     # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
@@ -275,8 +317,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         stage = hinted
     # an error line without a clock of its own (traceback text, srun) happened about when
     # the lines around it did.  That rough time only fills in what the culprit's own log
-    # cannot tell (a save or evaluation rank 0 announced); the iteration count below
-    # wants exact times only
+    # cannot tell (a save or evaluation rank 0 announced)
     rough = math.isnan(t0) and line is not None
     t_stage = time_near(job, r, line) if rough else t0
     timed = _stage_by_time(job, stages, t_stage)
@@ -307,30 +348,14 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         stage = "finalization"
     if stage == "checkpointing" and _final_save(job, stages):
         stage = "finalization"
+    return stage, hinted
 
-    marker = choose_marker(job, profile, stages)
-    if marker is None:
-        result = TemporalResult(stage, profile.name, job.nodes[r], line)
-        result.notes.append("no iteration counter found")
-        return result
-    counter = same_counter(job, profile, stages, marker)
-    tracks = {i: _track_arrays(*[mk[c] for c in counter if c in mk])
-              for i, mk in enumerate(job.markers) if any(c in mk for c in counter)}
-    steps = [s for s in (_step(t[1]) for t in tracks.values()) if s]
-    step = float(np.median(steps)) if steps else 1.0
-    # the iteration in progress at the failure point
-    current = _iteration_at(job, tracks, r, pos, t0, step, cross)
-    if hinted is None and stage in _LOOP and current is not None:
-        # which phase had begun after the last completed iteration, by the numbers the
-        # announcements carry (clocks of different nodes disagree by seconds); failing
-        # that, whether the job stopped where its schedule says it validates
-        after = _phase_after(job, profile, stages, current - step)
-        if after is None and stage == "training":
-            after = _scheduled_phase(job, profile, current - step)
-        stage = after or stage
-    result = TemporalResult(stage, profile.name, job.nodes[r], line)
-    result.marker_template = job.templates[marker]
-    result.step = step
+
+def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, tracks: dict, step: float,
+                          focus: list[int], current: float | None) -> dict[int, float]:
+    """Iteration -> suspicion: the one in progress at the failure point (``current``),
+    slow and unusual iterations on the ``focus`` nodes, and where a slowdown or an alarming
+    streak that lasted to the end began."""
     scores: dict[int, float] = {}
 
     def bump(it: float, s: float) -> None:
@@ -339,15 +364,12 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
         it = int(it)
         scores[it] = max(scores.get(it, 0.0), s)
 
-    training_fault = stage in ("training", "checkpointing", "evaluation")
-    if current is not None and training_fault:
+    if current is not None:
         bump(current, 5.0)
         bump(current - step, 0.6)
         bump(current + step, 0.5)
-    # slow / hung iterations and unusual sequences on the nodes that matter
     total = job.counts.sum(axis=0).astype(np.float64)
     rarity = np.log1p(total.sum() / np.maximum(total, 1.0)) * (cross.kept + 0.05)
-    focus = [row[s.node] for s in ranked[:3]] + list(tracks)[:3]
     alarming = cross.severity >= 0.5
     first_slow: float | None = None
     sustained = False
@@ -383,11 +405,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> T
     # iterations lengthens every 25th), not a fault: listed after everything else
     for it in _periodic([it for it, sc in scores.items() if sc < 4.5], step):
         scores[it] *= 0.1
-    if not training_fault and stage not in ("finalization",):
-        # a start-up failure has no iteration
-        scores.clear()
-    result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
-    return result
+    return scores
 
 
 _LOOP = ("training", "checkpointing", "evaluation")
