@@ -59,6 +59,7 @@ from l4 import baselines as B  # noqa: E402
 from l4.simulate import simulate_suite  # noqa: E402
 
 NODE_K = (1, 3, 5, 8)
+MAX_LINE = 4096  # l4.ingest.MAX_LINE, kept here so the baselines can run without l4
 ITER_K = (1, 3)
 ROWS = ("l4", "Error_time", "Error_count", "error-level-lines")
 
@@ -136,7 +137,9 @@ def truth_lines(case: Path, truth: dict) -> list[tuple[str, str, str]]:
             lines = files.get(item["file"])
             if lines is None:
                 lines = files[item["file"]] = _read_lines(case / "failed" / item["file"])
-            text = lines[item["line"] - 1]
+            # l4 reads at most MAX_LINE bytes of a line, and a glued or megabyte-long truth
+            # line would make the wildcard regexes below crawl
+            text = lines[item["line"] - 1][:MAX_LINE]
             masked = _WS.sub(" ", mask_text(text)).strip()
             key = (role, item["kind"], masked)
             if key not in seen:

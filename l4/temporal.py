@@ -105,7 +105,7 @@ def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | Non
     normal = present & ~cross.anomalous[r]
     last_normal = int(job.last_line[r, normal].max()) if normal.any() else 0
     span = max(int(job.n_lines[r]), 1)
-    fresh = job.last_line[r] >= last_normal - 0.25 * span
+    fresh = job.last_line[r] >= last_normal - max(8.0, 0.05 * span)
     for min_sev in (0.5, 1e-9, -1.0):
         anom = cross.anomalous[r] & (cross.severity >= min_sev) & fresh
         if anom.any():
@@ -125,15 +125,33 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) ->
     iterations)" once each make a counter of ranks, not of progress.
     """
     score: dict[int, int] = {}
+    values: dict[int, list[set]] = {}
     for mk in job.markers:
         for c, track in mk.items():
             if stages[c] not in (None, "training"):
                 continue  # save/eval counters, shard and dataset progress bars
-            steps = len({row[0] for row in track.numbers if row})
-            score[c] = max(score.get(c, 0), steps)
+            seen = {row[0] for row in track.numbers if row}
+            score[c] = max(score.get(c, 0), len(seen))
+            values.setdefault(c, []).append(seen)
+    for c, sets in values.items():
+        # a line the framework profile knows needs three steps to count; an inferred
+        # counter needs five, and must not be the printing rank's number
+        weak = score[c] < (3 if profile.marker_rank(job.templates[c]) == 2 else 5)
+        if weak or _counts_ranks(sets):
+            del score[c]
     if not score:
         return None
     return max(score, key=lambda c: (profile.marker_rank(job.templates[c]), score[c], -c))
+
+
+def _counts_ranks(per_node: list[set]) -> bool:
+    """Is this "counter" the rank of the process that printed the line?  Every rank
+    prints its own number once ("[Rank 12] using GPU 4 ..."), so each node shows a short run
+    of numbers no other node shows; an iteration counter shows the same numbers wherever
+    it is printed."""
+    if len(per_node) < 2 or max(len(s) for s in per_node) > 64:
+        return False
+    return len(set().union(*per_node)) == sum(len(s) for s in per_node)
 
 
 def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],

@@ -58,6 +58,15 @@ def test_a_streak_that_lasts_to_the_end_marks_where_the_fault_began():
     assert temporal.streak_onset(seq, pos, nums, np.zeros(8, dtype=bool)) is None
 
 
+def test_a_rank_number_is_not_an_iteration_counter():
+    # "[Rank 12] using GPU 4 ...": every node prints its own ranks, once each
+    assert temporal._counts_ranks([{0.0, 1.0, 2.0, 3.0}, {4.0, 5.0, 6.0, 7.0}, {8.0, 9.0}])
+    # "iteration 120/500": the same numbers wherever they are printed
+    assert not temporal._counts_ranks([{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0, 4.0}])
+    # one node only: cannot tell, keep it (Megatron prints iterations on the last rank)
+    assert not temporal._counts_ranks([set(range(100))])
+
+
 def test_spikes_on_a_schedule_are_periodic_but_a_lone_one_is_not():
     assert temporal._periodic([26, 51, 76, 101, 87], 1.0) == {26, 51, 76, 101}
     assert temporal._periodic([26, 87], 1.0) == set()
