@@ -122,9 +122,11 @@ def template_matches(template: str, masked_line: str) -> bool:
 
 
 def _read_lines(path: Path) -> list[str]:
+    """Lines as l4 and the simulator count them: split at "\n" only (a progress bar's bare
+    "\r" redraws stay on their line; Python's universal newlines would split them)."""
     opener = gzip.open if path.name.endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8", errors="replace") as fh:
-        return fh.read().split("\n")
+    with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
+        return [line.removesuffix("\r") for line in fh.read().split("\n")]
 
 
 def truth_lines(case: Path, truth: dict) -> list[tuple[str, str, str]]:
