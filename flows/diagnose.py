@@ -58,12 +58,17 @@ def _baselines(value: object) -> list[str]:
     return [str(v) for v in value if _opt(v)]  # type: ignore[union-attr]
 
 
-def _run_name() -> str:
-    job = flow_run.parameters.get("job") or "job"
-    return f"diagnose {Path(str(job)).name}"
+def run_name(verb: str):
+    """A flow-run namer: "<verb> <job directory name>", read from the run's parameters."""
+
+    def name() -> str:
+        job = flow_run.parameters.get("job") or "job"
+        return f"{verb} {Path(str(job)).name}"
+
+    return name
 
 
-@flow(name="diagnose-job", flow_run_name=_run_name, persist_result=False)
+@flow(name="diagnose-job", flow_run_name=run_name("diagnose"), persist_result=False)
 def diagnose_job(
     job: str,
     baselines: list[str] | str | None = None,

@@ -13,24 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 
 from prefect import flow, get_run_logger
-from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
-from flows.diagnose import _opt, quiet_console
+from flows.diagnose import _opt, quiet_console, run_name
 from flows.parsing import parse_files
 from flows.settings import load_settings
 from flows.tasks import discover_job, io_options, merge_one, rows_of, store_normal
 from l4.pipeline import check_learnable
 
-#: job.json statuses that mean the job succeeded (as ``l4.pipeline.learn_normal`` accepts)
 
-
-def _run_name() -> str:
-    job = flow_run.parameters.get("job") or "job"
-    return f"learn {Path(str(job)).name}"
-
-
-@flow(name="learn-normal", flow_run_name=_run_name, persist_result=False)
+@flow(name="learn-normal", flow_run_name=run_name("learn"), persist_result=False)
 def learn_normal(
     job: str,
     config_id: str | None = None,

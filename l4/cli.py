@@ -10,6 +10,8 @@ from pathlib import Path
 
 import typer
 
+from l4.cli_errors import fail as _fail
+
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
@@ -26,11 +28,6 @@ class Fmt(StrEnum):
 class ParseFmt(StrEnum):
     jsonl = "jsonl"
     text = "text"
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code)
 
 
 @app.command()

@@ -13,15 +13,12 @@ from pathlib import Path
 
 import typer
 
+from l4.cli_errors import fail as _fail
+
 
 class Outcome(StrEnum):
     failed = "failed"
     succeeded = "succeeded"
-
-
-def _fail(msg: str, code: int = 2) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(code)
 
 
 def _api_url() -> str | None:

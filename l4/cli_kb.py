@@ -20,6 +20,7 @@ import typer
 import yaml
 
 from l4 import kbstore
+from l4.cli_errors import fail
 from l4.kbstore import KBError
 
 KbOption = Annotated[
@@ -42,8 +43,7 @@ class Category(StrEnum):
 
 
 def _fail(msg: str) -> None:
-    typer.echo(f"error: {msg}", err=True)
-    raise typer.Exit(1)
+    fail(msg, 1)
 
 
 def _guard(fn):
