@@ -127,7 +127,7 @@ def diagnose_job(
     failed = quote(merged.failed)
     cross = quote(cross_job(quote(merged)))
     ranked = quote(spatial(failed, cross))
-    temp = temporal(failed, cross, ranked)
+    temp = temporal(failed, cross, ranked, quote(merged.timeline))
     events = indicators(failed, cross, ranked)
     rep = report(failed, cross, ranked, quote(temp), quote(events))
     t_end = time.perf_counter()

@@ -27,10 +27,11 @@ from pydantic import Field
 
 from flows.settings import FlowSettings, retry_delays
 from l4.crossjob import CrossJobResult, EventStat, filter_events, normal_rows
-from l4.engine import baseline_stats, parse_job
+from l4.engine import baseline_stats, baseline_timeline, parse_job
 from l4.indicators import Indicator, select_events
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob
+from l4.phases import Timeline
 from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
 from l4.spatial import NodeScore, rank_nodes
@@ -254,6 +255,7 @@ class Merged:
     stats: dict[int, EventStat] | None
     baseline_jobs: list[str] = field(default_factory=list)
     pool_used: bool = False
+    timeline: Timeline | None = None
 
 
 def store_path(templates: str | None) -> Path:
@@ -272,7 +274,8 @@ def merge(spec: JobSpec, scans: list[NodeScan], base_specs: list[JobSpec],
                             for bs, sc in zip(base_specs, base_scans, strict=True)]
         stats, names, pool_used, warn = baseline_stats(failed, parsed_baselines, pool_rows, store)
     failed.warnings.extend(skipped + warn)
-    return Merged(failed=failed, stats=stats, baseline_jobs=names, pool_used=pool_used)
+    return Merged(failed=failed, stats=stats, baseline_jobs=names, pool_used=pool_used,
+                  timeline=baseline_timeline(failed, parsed_baselines))
 
 
 @task(name="merge", cache_policy=NO_CACHE, persist_result=False,
@@ -295,8 +298,9 @@ def spatial(failed: ParsedJob, cross: CrossJobResult) -> list[NodeScore]:
 
 
 @task(name="temporal", cache_policy=NO_CACHE, persist_result=False)
-def temporal(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]) -> TemporalResult:
-    return analyze(failed, cross, ranked)
+def temporal(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
+             timeline: Timeline | None = None) -> TemporalResult:
+    return analyze(failed, cross, ranked, timeline)
 
 
 @task(name="indicators", cache_policy=NO_CACHE, persist_result=False)

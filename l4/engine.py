@@ -23,6 +23,7 @@ from l4.crossjob import (
 from l4.indicators import select_events
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob, merge_scans
+from l4.phases import Timeline, learn_timeline
 from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
 from l4.spatial import rank_nodes
@@ -95,14 +96,26 @@ def baseline_stats(
     return merge_stats(*parts), names, pool_used, warnings
 
 
+def usable_baselines(failed: ParsedJob, baselines: Iterable[ParsedJob]) -> list[ParsedJob]:
+    """The baselines of the failed job's configuration (all of them when either has none)."""
+    return [b for b in baselines
+            if not (failed.config_id and b.config_id and b.config_id != failed.config_id)]
+
+
+def baseline_timeline(failed: ParsedJob, baselines: Iterable[ParsedJob]) -> Timeline | None:
+    """What the healthy baselines printed, and in which order (``l4.phases``)."""
+    return learn_timeline(usable_baselines(failed, baselines))
+
+
 def analyze_job(failed: ParsedJob, stats: dict[int, EventStat] | None, *,
-                baseline_jobs: list[str] | None = None, pool_used: bool = False) -> dict:
+                baseline_jobs: list[str] | None = None, pool_used: bool = False,
+                timeline: Timeline | None = None) -> dict:
     """Everything after parsing: filter, rank, time, pick events, build the report."""
     cross: CrossJobResult = filter_events(
         failed, stats or None, baseline_jobs=baseline_jobs, pool_used=pool_used
     )
     ranked = rank_nodes(failed, cross)
-    temporal = analyze(failed, cross, ranked)
+    temporal = analyze(failed, cross, ranked, timeline)
     events = select_events(failed, cross, ranked)
     return build_report(failed, cross, ranked, temporal, events)
 
@@ -144,8 +157,10 @@ def diagnose(
             k += len(bs.files)
         stats, names, pool_used, warn = baseline_stats(failed, parsed_baselines, pool_rows, store)
     failed.warnings.extend(skipped + warn)
+    timeline = baseline_timeline(failed, parsed_baselines)
     t_parse = time.perf_counter()
-    report = analyze_job(failed, stats, baseline_jobs=names, pool_used=pool_used)
+    report = analyze_job(failed, stats, baseline_jobs=names, pool_used=pool_used,
+                         timeline=timeline)
     t_end = time.perf_counter()
     report["timing"] = {
         "scan_s": round(t_scan - t0, 3),

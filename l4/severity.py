@@ -31,9 +31,19 @@ _CAUSE = re.compile(
     r"|ei\d{4}|ee\d{4}|eh\d{4}|el\d{4}|ej\d{4}|err\d{5}|507\d{3}"
     r"|could not find net|failed to find reverse path|unhandled system error|unhandled cuda error"
     r"|cuda error|cudaerror|nccl error|ncclinternalerror|ncclsystemerror|ncclinvalidusage"
-    r"|fatal|panic|core dumped)",
+    r"|fatal|panic|core dumped"
+    # the environment or the code itself is wrong: it cannot be retried away
+    r"|no module named|cannot import name|modulenotfounderror|importerror|undefined symbol"
+    r"|unpicklingerror|pytorchstreamreader)",
     re.I,
 )
+# The last line of a Python traceback names the exception and what went wrong
+# ("ValueError: ...", "torch.distributed.DistStoreError: ..."); CamelCase class names are
+# no words to the patterns above ("\berror\b" does not match "RuntimeError").
+_EXCEPTION = re.compile(r"^(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
+# "Traceback (most recent call last):" only says that an exception follows; the exception
+# line after its frames says which.  It counts as trouble, but weakly.
+_TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
 _MEDIUM = re.compile(
     r"\b(?:error|errno|exception|failed|failure|fail|abort\w*|killed|timeout|timed out|time out"
     r"|unreachable|refused|reset by peer|broken pipe|connection closed|lost|mismatch|not found"
@@ -55,9 +65,11 @@ _LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)"
 @lru_cache(maxsize=65536)
 def severity(template: str) -> float:
     """0 for routine lines, 0.15 warnings, 0.6 errors, 1.0 when a cause is named."""
+    if _TB_HEADER.match(template):
+        return 0.3
     if _CAUSE.search(template):
         score = 1.0
-    elif _MEDIUM.search(template) or _LEVEL_ERR.search(template):
+    elif _MEDIUM.search(template) or _LEVEL_ERR.search(template) or _EXCEPTION.match(template):
         score = 0.6
     elif _WEAK.search(template):
         score = 0.15

@@ -124,6 +124,7 @@ def stopped_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         spread = max(float(np.median(np.abs(last[ok] - med))), 30.0)
         early = np.where(ok, (med - last) / spread, 0.0)
         out = np.clip(early - 2.0, 0.0, None)
+        out = np.maximum(out, _lone_early_stop(last))
     # progress: fewer records than nodes of the same role (same set of event types)
     recs = job.n_records.astype(np.float64)
     med_r = np.median(recs)
@@ -132,6 +133,35 @@ def stopped_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         out = out + short
     empty = np.array([s in ("empty", "error") for s in job.status])
     out[empty] += 0.5
+    return out
+
+
+#: a node's log must end at least this much before the others' to have "stopped first"
+MIN_LEAD_S = 5.0
+
+
+def _lone_early_stop(last: np.ndarray) -> np.ndarray:
+    """Per node: how long before everyone else its log ended, against how closely the
+    others ended together.
+
+    The peers of a node that died wait for it (a rendezvous, a collective timeout) and then
+    stop within seconds of each other; the dead node stopped that whole wait earlier.  This
+    holds at any scale (a 30 s store timeout or a 30 min collective one), unlike a fixed
+    "more than a minute early" rule.  Only one node at a time can lead this way.
+    """
+    n = len(last)
+    out = np.zeros(n)
+    ok = ~np.isnan(last)
+    if ok.sum() < 2:
+        return out
+    order = np.argsort(np.where(ok, last, np.inf))
+    first, rest = order[0], order[1:][ok[order[1:]]]
+    others = last[rest]
+    med = float(np.median(others))
+    spread = float(np.median(np.abs(others - med))) if others.size > 1 else 0.0
+    lead = med - float(last[first])
+    if lead >= max(MIN_LEAD_S, 4.0 * spread) and float(others.min() - last[first]) >= MIN_LEAD_S:
+        out[first] = min(lead / max(spread, MIN_LEAD_S), 10.0) / 10.0 + 0.5
     return out
 
 

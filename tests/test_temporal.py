@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from l4 import temporal
+from l4 import iterations, stage
 from l4.profiles import choose_profile, load_profiles
 
 
@@ -15,7 +15,7 @@ def test_dtw_flags_the_iteration_whose_events_change():
     pos = np.nonzero(seq == 3)[0]
     rarity = np.zeros(12)
     rarity[9] = 5.0
-    hits = temporal.dtw_anomalies(seq, pos, np.arange(1, len(pos) + 1, dtype=float), rarity)
+    hits = iterations.dtw_anomalies(seq, pos, np.arange(1, len(pos) + 1, dtype=float), rarity)
     assert [it for it, _ in hits] == [61]
 
 
@@ -24,20 +24,20 @@ def test_duration_flags_a_slow_spell_but_not_jitter():
     steps = np.r_[rng.normal(10, 0.3, 40), [40, 41, 39], rng.normal(10, 0.3, 10)]
     ts = np.cumsum(steps)
     nums = np.arange(1, len(ts) + 1, dtype=float)
-    hits = [it for it, _ in temporal.duration_anomalies(nums, ts)]
+    hits = [it for it, _ in iterations.duration_anomalies(nums, ts)]
     assert hits[:3] == [41, 42, 43]
     calm = np.cumsum(rng.normal(10, 0.3, 60))
-    assert temporal.duration_anomalies(np.arange(60.0), calm) == []
+    assert iterations.duration_anomalies(np.arange(60.0), calm) == []
 
 
 def test_a_slowdown_that_lasts_to_the_end_is_told_from_a_passing_one():
     rng = np.random.default_rng(1)
     nums = np.arange(1, 61, dtype=float)
     lasting = np.cumsum(np.r_[rng.normal(2, 0.05, 40), rng.normal(10, 0.3, 20)])
-    assert temporal._slow_to_the_end(nums, lasting, 41)
+    assert iterations._slow_to_the_end(nums, lasting, 41)
     passing = np.cumsum(np.r_[rng.normal(2, 0.05, 40), rng.normal(10, 0.3, 5),
                               rng.normal(2, 0.05, 15)])
-    assert not temporal._slow_to_the_end(nums, passing, 41)
+    assert not iterations._slow_to_the_end(nums, passing, 41)
 
 
 def test_a_streak_that_lasts_to_the_end_marks_where_the_fault_began():
@@ -54,22 +54,22 @@ def test_a_streak_that_lasts_to_the_end_marks_where_the_fault_began():
     alarming = np.zeros(8, dtype=bool)
     alarming[7] = True
     nums = np.arange(1, 61, dtype=float)
-    assert temporal.streak_onset(seq, pos, nums, alarming) == 41
-    assert temporal.streak_onset(seq, pos, nums, np.zeros(8, dtype=bool)) is None
+    assert iterations.streak_onset(seq, pos, nums, alarming) == 41
+    assert iterations.streak_onset(seq, pos, nums, np.zeros(8, dtype=bool)) is None
 
 
 def test_a_rank_number_is_not_an_iteration_counter():
     # "[Rank 12] using GPU 4 ...": every node prints its own ranks, once each
-    assert temporal._counts_ranks([{0.0, 1.0, 2.0, 3.0}, {4.0, 5.0, 6.0, 7.0}, {8.0, 9.0}])
+    assert iterations._counts_ranks([{0.0, 1.0, 2.0, 3.0}, {4.0, 5.0, 6.0, 7.0}, {8.0, 9.0}])
     # "iteration 120/500": the same numbers wherever they are printed
-    assert not temporal._counts_ranks([{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0, 4.0}])
+    assert not iterations._counts_ranks([{1.0, 2.0, 3.0}, {1.0, 2.0, 3.0, 4.0}])
     # one node only: cannot tell, keep it (Megatron prints iterations on the last rank)
-    assert not temporal._counts_ranks([set(range(100))])
+    assert not iterations._counts_ranks([set(range(100))])
 
 
 def test_spikes_on_a_schedule_are_periodic_but_a_lone_one_is_not():
-    assert temporal._periodic([26, 51, 76, 101, 87], 1.0) == {26, 51, 76, 101}
-    assert temporal._periodic([26, 87], 1.0) == set()
+    assert iterations._periodic([26, 51, 76, 101, 87], 1.0) == {26, 51, 76, 101}
+    assert iterations._periodic([26, 87], 1.0) == set()
 
 
 @settings(max_examples=50, deadline=None)
@@ -78,8 +78,8 @@ def test_duration_never_fails_on_any_series(steps):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ts = np.cumsum(np.asarray(steps, dtype=float))
-        out = temporal.duration_anomalies(np.arange(len(ts), dtype=float), ts)
-    assert all(z > temporal.SIGMA for _, z in out)
+        out = iterations.duration_anomalies(np.arange(len(ts), dtype=float), ts)
+    assert all(z > iterations.SIGMA for _, z in out)
 
 
 def test_stage_rules_are_data_and_training_does_not_go_back():
@@ -91,10 +91,10 @@ def test_stage_rules_are_data_and_training_does_not_go_back():
     assert stages == ["initialization", "data_loading", "model_loading", "training",
                       "checkpointing", "data_loading"]
     seq = np.array([0, 1, 2, 3, 3, 4, 3, 5], dtype=np.uint32)
-    assert temporal.stage_at(seq, 5, stages) == "training"
-    assert temporal.stage_at(seq, 6, stages) == "checkpointing"
-    assert temporal.stage_at(seq, 8, stages) == "training"  # datasets again: ignored
-    assert temporal.stage_at(seq, 2, stages) == "data_loading"
+    assert stage.stage_at(seq, 5, stages) == "training"
+    assert stage.stage_at(seq, 6, stages) == "checkpointing"
+    assert stage.stage_at(seq, 8, stages) == "training"  # datasets again: ignored
+    assert stage.stage_at(seq, 2, stages) == "data_loading"
 
 
 def test_profile_chosen_from_job_json_or_lines():

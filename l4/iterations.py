@@ -1,0 +1,369 @@
+"""Iterations: which counter counts training steps, and which iterations went wrong.
+
+The step counter is found from the data (a template whose number advances by a fixed step,
+see ``l4.scan``), so unknown formats work; the profile only breaks ties.  Each iteration's
+event sequence is compared by DTW with the preceding ``WINDOW`` ones and flagged by the
+3-sigma rule, as in the paper; iteration durations are checked the same way (slow node,
+hang).  The iteration that matters is the first that did not complete normally: the one in
+progress at the failure point, or where a slowdown or an alarming streak that lasted to the
+end began.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from dtaidistance import dtw
+from numpy.lib.stride_tricks import sliding_window_view
+
+from l4.crossjob import CrossJobResult
+from l4.merge import ParsedJob
+from l4.onset import onset
+from l4.profiles import Profile
+
+WINDOW = 10
+
+
+SIGMA = 3.0
+
+
+@dataclass
+class Counter:
+    """The job's iteration counter: its event columns, per-node tracks and step."""
+
+    marker: int  # the column chosen as the counter
+    cols: list[int]  # it and the columns that carry on its count
+    tracks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # node -> (pos, iter, ts)
+    step: float
+
+
+def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None]) -> Counter | None:
+    """The iteration counter of a job, or ``None`` when nothing counts steps."""
+    marker = choose_marker(job, profile, stages)
+    if marker is None:
+        return None
+    cols = same_counter(job, profile, stages, marker)
+    tracks = {i: track_arrays(*[mk[c] for c in cols if c in mk])
+              for i, mk in enumerate(job.markers) if any(c in mk for c in cols)}
+    steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
+    step = float(np.median(steps)) if steps else 1.0
+    return Counter(marker, cols, tracks, step)
+
+
+def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) -> int | None:
+    """The event column that counts iterations.
+
+    The framework's own iteration line first, then any line the generic rules call an
+    iteration line, then the counter that counted the most distinct steps on one node.
+    Distinct steps, not lines: eight local ranks printing "[Rank 3] (after 1000
+    iterations)" once each make a counter of ranks, not of progress.
+    """
+    score: dict[int, int] = {}
+    values: dict[int, list[set]] = {}
+    for mk in job.markers:
+        for c, track in mk.items():
+            if stages[c] not in (None, "training"):
+                continue  # save/eval counters, shard and dataset progress bars
+            seen = {row[0] for row in track.numbers if row}
+            score[c] = max(score.get(c, 0), len(seen))
+            values.setdefault(c, []).append(seen)
+    for c, sets in values.items():
+        # a line the framework profile knows needs three steps to count; an inferred
+        # counter needs five, and must not be the printing rank's number
+        weak = score[c] < (3 if profile.marker_rank(job.templates[c]) == 2 else 5)
+        if weak or _counts_ranks(sets):
+            del score[c]
+    if not score:
+        return None
+    return max(score, key=lambda c: (profile.marker_rank(job.templates[c]), score[c], -c))
+
+
+def _counts_ranks(per_node: list[set]) -> bool:
+    """Is this "counter" the rank of the process that printed the line?  Every rank
+    prints its own number once ("[Rank 12] using GPU 4 ..."), so each node shows a short run
+    of numbers no other node shows; an iteration counter shows the same numbers wherever
+    it is printed."""
+    if len(per_node) < 2 or max(len(s) for s in per_node) > 64:
+        return False
+    return len(set().union(*per_node)) == sum(len(s) for s in per_node)
+
+
+def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
+                 marker: int) -> list[int]:
+    """``marker`` and the columns that carry on its count: a framework may print its first
+    iterations without some field ("throughput" from iteration 10 on), which makes two
+    templates of one line.  On every node that prints both, one's numbers end where the
+    other's begin."""
+    rank = profile.marker_rank(job.templates[marker])
+    cols = [marker]
+    if rank == 0:
+        return cols
+    cands = {c for mk in job.markers for c in mk
+             if c != marker and stages[c] in (None, "training")
+             and profile.marker_rank(job.templates[c]) == rank}
+    for c in sorted(cands):
+        both = 0
+        for mk in job.markers:
+            if marker in mk and c in mk:
+                a = [row[0] for row in mk[marker].numbers if row]
+                b = [row[0] for row in mk[c].numbers if row]
+                if not a or not b or not (max(a) < min(b) or max(b) < min(a)):
+                    both = -1
+                    break
+                both += 1
+        if both > 0:
+            cols.append(c)
+    return cols
+
+
+def track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    pos = np.asarray([p for t in tracks for p in t.positions], dtype=np.int64)
+    num = np.asarray([row[0] if row else np.nan for t in tracks for row in t.numbers],
+                     dtype=np.float64)
+    ts = np.asarray([x for t in tracks for x in t.ts], dtype=np.float64)
+    order = np.argsort(pos, kind="stable")
+    pos, num, ts = pos[order], num[order], ts[order]
+    if len(num) > 1:
+        # one iteration printed by several ranks / redrawn by a progress bar: keep the last
+        keep = np.append(num[1:] != num[:-1], True)
+        pos, num, ts = pos[keep], num[keep], ts[keep]
+    return pos, num, ts
+
+
+def counter_step(nums: np.ndarray) -> float | None:
+    d = np.diff(nums[~np.isnan(nums)])
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else None
+
+
+def dtw_anomalies(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray,
+                  rarity: np.ndarray) -> list[tuple[int, float]]:
+    """(iteration, z) for iterations whose event sequence departs from the previous WINDOW.
+
+    Events are encoded by rarity (routine per-iteration events ~0, rare ones large), so DTW
+    measures "something unusual happened in this iteration".  Identical sequences share one
+    code and distances are cached, which keeps thousands of iterations cheap.
+    """
+    if len(pos) < 3:
+        return []
+    segs = [seq[(pos[i - 1] + 1 if i else 0): pos[i] + 1] for i in range(len(pos))]
+    codes: dict[bytes, int] = {}
+    seg_code = [codes.setdefault(s.tobytes(), len(codes)) for s in segs]
+    values = {}
+    for s, code in zip(segs, seg_code, strict=True):
+        if code not in values:
+            values[code] = rarity[s].astype(np.double) if s.size else np.zeros(1)
+    cache: dict[tuple[int, int], float] = {}
+
+    def dist(a: int, b: int) -> float:
+        if a == b:
+            return 0.0
+        key = (a, b) if a < b else (b, a)
+        if key not in cache:
+            cache[key] = float(dtw.distance_fast(values[a], values[b], use_pruning=True))
+        return cache[key]
+
+    d = np.zeros(len(segs))
+    for i in range(1, len(segs)):
+        lo = max(0, i - WINDOW)
+        d[i] = np.mean([dist(seg_code[i], seg_code[j]) for j in range(lo, i)])
+    d = np.nan_to_num(d, nan=0.0, posinf=0.0)
+    if len(segs) < 3:
+        return []
+    padded = np.concatenate((np.full(WINDOW, np.nan), d[1:]))
+    ref = sliding_window_view(padded, WINDOW)[: len(segs) - 1]  # ref[k]: d[k-W+1..k], for i=k+1
+    ref = ref[1:]  # i = 2 .. len-1
+    mu = np.nanmean(ref, axis=1)
+    sd = np.nanstd(ref, axis=1)
+    z = (d[2:] - mu) / np.maximum(np.maximum(sd, 0.1 * mu), 0.5)
+    out = []
+    for k in np.nonzero(z > SIGMA)[0].tolist():
+        i = k + 2
+        if not math.isnan(nums[i]):
+            out.append((int(nums[i]), float(z[k])))
+    return out
+
+
+def duration_anomalies(nums: np.ndarray, ts: np.ndarray) -> list[tuple[int, float]]:
+    """(iteration, z) for iterations that took abnormally long versus the previous WINDOW."""
+    ok = ~np.isnan(ts) & ~np.isnan(nums)
+    nums, ts = nums[ok], ts[ok]
+    if len(ts) < 4:
+        return []
+    dur = np.diff(ts)
+    start = min(WINDOW // 2, len(dur))  # warm-up iterations are a poor reference
+    if len(dur) - start < 1:
+        return []
+    # reference = the previous WINDOW durations (fewer at the start), vectorised
+    padded = np.concatenate((np.full(WINDOW - 1, np.nan), dur))
+    win = sliding_window_view(padded, WINDOW)[: len(dur)]  # win[i] ends at dur[i]
+    ref = np.vstack((np.full((1, WINDOW), np.nan), win[:-1]))  # previous WINDOW, excl. i
+    med = np.nanmedian(ref[start:], axis=1)
+    mad = np.nanmedian(np.abs(ref[start:] - med[:, None]), axis=1) * 1.4826
+    z = (dur[start:] - med) / np.maximum(np.maximum(mad, 0.1 * np.abs(med)), 1e-3)
+    hits = np.nonzero(z > SIGMA)[0]
+    return [(int(nums[start + h + 1]), float(z[h])) for h in hits.tolist()]
+
+
+def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counter,
+                          focus: list[int], current: float | None) -> dict[int, float]:
+    """Iteration -> suspicion: the one in progress at the failure point (``current``),
+    slow and unusual iterations on the ``focus`` nodes, and where a slowdown or an alarming
+    streak that lasted to the end began."""
+    tracks, step = counter.tracks, counter.step
+    scores: dict[int, float] = {}
+
+    def bump(it: float, s: float) -> None:
+        if it is None or math.isnan(it):
+            return
+        it = int(it)
+        scores[it] = max(scores.get(it, 0.0), s)
+
+    if current is not None:
+        bump(current, 5.0)
+        bump(current - step, 0.6)
+        bump(current + step, 0.5)
+    total = job.counts.sum(axis=0).astype(np.float64)
+    rarity = np.log1p(total.sum() / np.maximum(total, 1.0)) * (cross.kept + 0.05)
+    alarming = cross.severity >= 0.5
+    first_slow: float | None = None
+    sustained = False
+    for i in dict.fromkeys(focus):
+        if i not in tracks:
+            continue
+        tpos, tnum, tts = tracks[i]
+        dur = duration_anomalies(tnum, tts)
+        if dur:
+            runs = [it for it, _ in dur]
+            # a slow node shows as a run of consecutive slow iterations; take its first
+            for a, b, c in zip(runs, runs[1:], runs[2:], strict=False):
+                if b - a <= step and c - b <= step:
+                    if first_slow is None or a < first_slow:
+                        first_slow = a
+                        sustained = _slow_to_the_end(tnum, tts, a)
+                    break
+            for it, z in dur:
+                bump(it, min(z, 12.0) / 4.0)
+        for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
+            bump(it, min(z, 12.0) / 4.0)
+        began = streak_onset(job.seqs[i], tpos, tnum, alarming)
+        if began is not None and (current is None or began < current):
+            # every iteration since then said the same alarming thing (an fp16 overflow
+            # each step until the loss scale bottoms out): that is where the fault began
+            bump(began, 5.5)
+    if first_slow is not None and (current is None or first_slow < current):
+        # ranked just below the failure point: a slow spell before a crash is either the
+        # cause (straggler) or noise, and top-3 keeps both
+        # ... unless the job never recovered: then the slowdown is where the fault began
+        bump(first_slow, 5.5 if sustained else 4.5)
+    # spikes that come back every N iterations are the schedule (an evaluation every 25
+    # iterations lengthens every 25th), not a fault: listed after everything else
+    for it in _periodic([it for it, sc in scores.items() if sc < 4.5], step):
+        scores[it] *= 0.1
+    return scores
+
+
+def _periodic(its: list[int], step: float) -> set[int]:
+    """Members of ``its`` that lie on a run of three or more at one fixed stride (larger
+    than the counter's own step)."""
+    have = set(its)
+    out: set[int] = set()
+    ordered = sorted(have)
+    strides = {b - a for a, b in zip(ordered, ordered[1:], strict=False) if b - a > step}
+    for stride in strides:
+        for a in ordered:
+            if a - stride in have:
+                continue  # not the start of a run
+            run = [a]
+            while run[-1] + stride in have:
+                run.append(run[-1] + stride)
+            if len(run) >= 3:
+                out.update(run)
+    return out
+
+
+def streak_onset(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray, alarming: np.ndarray,
+                 *, look_back: int = 400, min_run: int = 3) -> int | None:
+    """First iteration of a streak that lasted to the end: an alarming event that every
+    iteration printed from then on, and none of the ``WINDOW`` iterations before it.
+
+    ``pos`` are the counter's record positions on this node, ``nums`` the iterations they
+    name; an iteration's events are the records since the previous counter line.
+    """
+    n = len(pos)
+    if n < min_run + 1:
+        return None
+    lo = max(1, n - look_back)
+    segs = [set(seq[pos[k - 1] + 1: pos[k] + 1].tolist()) for k in range(lo, n)]
+    tail = segs[-1]
+    best = None
+    for e in tail:
+        if not alarming[e]:
+            continue
+        k = len(segs) - 1
+        while k > 0 and e in segs[k - 1]:
+            k -= 1
+        run = len(segs) - k
+        before = segs[max(0, k - WINDOW): k]
+        if run >= min_run and before and not any(e in b for b in before):
+            it = nums[lo + k]
+            if not math.isnan(it) and (best is None or it < best):
+                best = int(it)
+    return best
+
+
+def _slow_to_the_end(nums: np.ndarray, ts: np.ndarray, start: float) -> bool:
+    """Did iterations stay at least twice as slow as before from ``start`` to the end of the
+    track?  (The 3-sigma rule stops flagging a slowdown once the window is full of it.)"""
+    ok = ~np.isnan(nums) & ~np.isnan(ts)
+    nums, ts = nums[ok], ts[ok]
+    if len(ts) < 4:
+        return False
+    dur, it = np.diff(ts), nums[1:]
+    before, after = dur[it < start], dur[it >= start]
+    before = before[-WINDOW:]
+    if before.size < 2 or after.size < 2:
+        return False
+    return bool(np.median(after) > 2.0 * np.median(before) and after[-1] > 2.0 * np.median(before))
+
+
+def iteration_at(job: ParsedJob, counter: Counter, r: int, point: tuple[int, int | None, float],
+                 cross: CrossJobResult) -> float | None:
+    """Number of the iteration in progress at node ``r``'s failure point ``point``
+    (``l4.onset.onset``)."""
+    tracks, step = counter.tracks, counter.step
+    pos, _, t0 = point
+    if r in tracks:
+        tpos, tnum, _ = tracks[r]
+        done = tnum[tpos < pos]
+        done = done[~np.isnan(done)]
+        if done.size:
+            return float(done[-1] + step)
+        if tnum.size:
+            return float(np.nanmin(tnum))
+        return None
+    # the culprit prints no counter (e.g. only the last rank does): the pack's progress.
+    # Collectives keep ranks in step, so the iterations a counting node completed before
+    # its own trouble began are the ones the job completed; that needs no clocks, which
+    # disagree between nodes by seconds (an iteration or two).  Clocks only when the
+    # counting node's own log cannot tell.
+    if not tracks:
+        return None
+    best = None
+    for i, (tpos, tnum, tts) in tracks.items():
+        ok = ~np.isnan(tnum)
+        if not ok.any():
+            continue
+        p_i, _, _ = onset(job, cross, i)
+        done = tnum[ok & (tpos < p_i)]
+        if done.size:
+            cand = float(done[-1] + step)
+        elif not math.isnan(t0) and (~np.isnan(tts)).any():
+            after = tnum[ok & (tts > t0)]
+            cand = float(after[0]) if after.size else float(tnum[ok][-1] + step)
+        else:
+            cand = float(tnum[ok][0])
+        best = cand if best is None else min(best, cand)
+    return best

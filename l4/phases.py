@@ -1,0 +1,203 @@
+"""Learned phase timelines: what healthy runs of the same configuration printed, and in
+which order.
+
+A framework profile names stages by wording; a job from a framework, a launcher or a site
+that no profile knows words things differently.  Every healthy run of the same
+configuration, however it words things, shows the same shape: start-up lines in a fixed
+order, then a loop in which the iteration counter advances, then the end.  From the
+baselines this module learns, per event:
+
+* its **phase**: start-up (first printed before the first iteration line), loop (between the
+  first and the last one) or end (only after the last one);
+* for start-up events, their **place** in the healthy start-up order (0 = first, 1 = just
+  before training);
+* a **stage** name: the profile's word where it names a stage that fits the phase (a
+  "validation set: 1000 samples" line before training is data, not evaluation), otherwise
+  that of the nearest named event before it in the healthy order.
+
+A failed job is then placed on that timeline: the last healthy start-up event the culprit
+printed before its failure, and the first one it never reached, bracket where it stopped.
+Nothing here depends on a framework's wording beyond the profile's stage words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from l4.iterations import find_counter
+from l4.merge import ParsedJob
+from l4.profiles import EARLY, choose_profile
+
+STARTUP, LOOP_PHASE, END = "startup", "loop", "end"
+_LOOP_STAGES = ("training", "checkpointing", "evaluation")
+@dataclass
+class Timeline:
+    """What healthy runs of one configuration printed, keyed by template-store cluster id."""
+
+    phase: dict[int, str] = field(default_factory=dict)
+    place: dict[int, float] = field(default_factory=dict)  # start-up events: 0..1
+    stage: dict[int, str] = field(default_factory=dict)
+    templates: dict[int, str] = field(default_factory=dict)
+    share: dict[int, float] = field(default_factory=dict)  # of healthy nodes printing it
+    named: dict[int, str] = field(default_factory=dict)  # start-up stage its own words name
+    jobs: int = 0
+
+    def relabel(self, job: ParsedJob, stages: list[str | None]) -> list[str | None]:
+        """The job's per-column stages, corrected by what healthy runs showed.
+
+        Start-up events that a rule called a save or an evaluation take the stage of their
+        place in the healthy start-up ("validation split: 0.1" is data); loop events
+        lose start-up labels (a data-loader line printed every iteration is training); end
+        events are finalization.  Events healthy runs never printed keep the rule's label.
+        """
+        out = list(stages)
+        for c, cid in enumerate(job.event_ids):
+            ph = self.phase.get(cid)
+            if ph is None:
+                continue
+            rule = stages[c]
+            if ph == STARTUP:
+                # a save or evaluation word cannot name a stage before training ("Running
+                # training" starts the loop).  Lines that name nothing stay unnamed: the
+                # healthy order mixes what different ranks print
+                if rule in ("evaluation", "checkpointing"):
+                    out[c] = self.stage.get(cid, rule)
+            elif ph == LOOP_PHASE:
+                if rule in EARLY:
+                    out[c] = None
+            elif rule not in ("evaluation", "finalization"):
+                out[c] = "finalization"
+        return out
+
+    def bracket(self, job: ParsedJob, r: int,
+                pos: int) -> tuple[str | None, str | None, list[str]]:
+        """Where node ``r`` stopped in the healthy start-up: (stage of the last healthy
+        start-up event it printed before record ``pos``, stage of the first one a node of
+        its role prints that it never reached, the stages of all it reached).  ``None``
+        parts when unknown."""
+        reached: set[int] = set()
+        for c, cid in enumerate(job.event_ids):
+            fp = int(job.first_pos[r, c])
+            if 0 <= fp < pos and self.phase.get(cid) == STARTUP:
+                reached.add(cid)
+        seen = set(int(job.event_ids[c]) for c in np.nonzero(job.counts[r] > 0)[0].tolist())
+        last = max(reached, key=lambda cid: self.place[cid]) if reached else None
+        at = self.place[last] if last is not None else -1.0
+        # what a node of this one's role would have printed next: a node that printed
+        # only what every node prints is no first rank that logs the whole start-up
+        role = min((self.share[cid] for cid in reached), default=1.0)
+        ahead = [cid for cid, ph in self.phase.items()
+                 if ph == STARTUP and self.place[cid] > at and cid not in seen
+                 and self.share[cid] >= min(0.5, role)]
+        nxt = min(ahead, key=lambda cid: self.place[cid]) if ahead else None
+        return (
+            self.stage.get(last) if last is not None else None,
+            self.stage.get(nxt) if nxt is not None else None,
+            sorted({self.named[cid] for cid in reached if cid in self.named}),
+        )
+
+
+_PLACEHOLDER = re.compile(r"<[A-Z*]+>")
+_WORD = re.compile(r"[A-Za-z]{3,}")
+
+
+def informative(template: str) -> bool:
+    """Does a template say anything of its own?  A blank line, a rule of dashes or a bare
+    number is printed anywhere: its place in healthy runs says nothing about a phase."""
+    return _WORD.search(_PLACEHOLDER.sub(" ", template)) is not None
+
+
+def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
+    """The phase timeline of healthy jobs (see module docstring); ``None`` without any."""
+    votes: dict[int, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    places: dict[int, list[float]] = defaultdict(list)
+    rule: dict[int, str | None] = {}
+    text: dict[int, str] = {}
+    used = 0
+    pending: list[tuple[ParsedJob, int]] = []  # nodes that print no counter of their own
+    for job in jobs:
+        profile = choose_profile(job.templates, job.framework)
+        stages = [profile.stage_of(t) for t in job.templates]
+        counter = find_counter(job, profile, stages)
+        if counter is None or not counter.tracks:
+            continue
+        used += 1
+        for c, cid in enumerate(job.event_ids):
+            rule.setdefault(cid, stages[c])
+            text.setdefault(cid, job.templates[c])
+        training = np.array([st == "training" for st in stages], dtype=bool)
+        for r in range(job.n_nodes):
+            bounds = _loop_bounds(job, r, counter.tracks.get(r), training)
+            if bounds is None:
+                pending.append((job, r))
+            else:
+                _vote(job, r, bounds, votes, places)
+    # ranks that print no iterations (Megatron's first rank prints the start-up, its last
+    # the iterations) still log in step with the others: their loop begins with the first
+    # event that the counting nodes print inside the loop
+    looped = {cid for cid, v in votes.items() if v[LOOP_PHASE] > v[STARTUP] + v[END]}
+    for job, r in pending:
+        ids = np.asarray(job.event_ids)
+        inside = np.isin(ids, list(looped)) & (job.first_pos[r] >= 0)
+        if inside.any():
+            start = int(job.first_pos[r, inside].min())
+            _vote(job, r, (start, int(job.n_records[r])), votes, places)
+    if not used:
+        return None
+    tl = Timeline(jobs=used)
+    nodes = sum(job.n_nodes for job in jobs)
+    for cid, v in votes.items():
+        tl.share[cid] = sum(v.values()) / max(nodes, 1)
+        tl.phase[cid] = max(v, key=lambda k: (v[k], k))
+        tl.templates[cid] = text[cid]
+        if tl.phase[cid] == STARTUP:
+            tl.place[cid] = float(np.median(places[cid]))
+    # stage names along the healthy start-up: the rule's early stage, else the nearest
+    # named event before it; what comes before anything named is initialization
+    current = "initialization"
+    for cid in sorted((c for c, p in tl.phase.items() if p == STARTUP), key=tl.place.get):
+        if rule.get(cid) in EARLY:
+            current = tl.named[cid] = rule[cid]  # type: ignore[assignment]
+        tl.stage[cid] = current
+    for cid, ph in tl.phase.items():
+        if ph == LOOP_PHASE:
+            tl.stage[cid] = rule[cid] if rule.get(cid) in _LOOP_STAGES else "training"
+        elif ph == END:
+            tl.stage[cid] = "evaluation" if rule.get(cid) == "evaluation" else "finalization"
+    return tl
+
+
+def _vote(job: ParsedJob, r: int, bounds: tuple[int, int],
+          votes: dict[int, dict[str, int]], places: dict[int, list[float]]) -> None:
+    """Count where node ``r`` first printed each event: before, in or after its loop."""
+    p0, p1 = bounds
+    for c in np.nonzero(job.first_pos[r] >= 0)[0].tolist():
+        if not informative(job.templates[c]):
+            continue
+        fp = int(job.first_pos[r, c])
+        cid = int(job.event_ids[c])
+        if fp < p0:
+            votes[cid][STARTUP] += 1
+            places[cid].append(fp / max(p0, 1))
+        elif fp <= p1:
+            votes[cid][LOOP_PHASE] += 1
+        else:
+            votes[cid][END] += 1
+
+
+def _loop_bounds(job: ParsedJob, r: int, track, training: np.ndarray) -> tuple[int, int] | None:
+    """(first, last) record position of the training loop on node ``r``, from its own
+    counter lines; the loop begins earlier if the node announced training before its first
+    counted step ("***** Running training *****")."""
+    if track is None or not len(track[0]):
+        return None
+    start, end = int(track[0][0]), int(track[0][-1])
+    announced = job.first_pos[r, training]
+    announced = announced[(announced >= 0) & (announced < start)]
+    if announced.size:
+        start = int(announced.min())
+    return start, end

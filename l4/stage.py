@@ -1,0 +1,354 @@
+"""The stage a job failed in.
+
+Each event is classified by the framework profile's rules (data, see ``l4.profiles``); a
+node's stage at a point of its log is that of the last classified event before it (once
+training has begun, start-up stages cannot come back).  The failure point is where the
+culprit's first unusual event is (or where its log ends, for a silent crash); an error's own
+wording can refine the stage (``error_hints``).  What other ranks announced fills in what
+the culprit did not print: a save or evaluation for the iteration last completed (matched by
+its number: node clocks disagree by seconds), an evaluation the schedule says was due, the
+end of training.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from l4.crossjob import CrossJobResult
+from l4.iterations import Counter
+from l4.mask import numbers_in
+from l4.merge import ParsedJob
+from l4.onset import onset, time_near
+from l4.phases import Timeline
+from l4.profiles import EARLY, Profile
+
+ORDER = ("initialization", "data_loading", "model_loading", "training", "checkpointing",
+          "evaluation", "finalization")
+
+
+LOOP = ("training", "checkpointing", "evaluation")
+
+
+def event_stages(job: ParsedJob, profile: Profile) -> list[str | None]:
+    return [profile.stage_of(t) for t in job.templates]
+
+
+def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
+    """Stage of a node just before record ``pos`` (see module docstring).
+
+    Stages only move forward at the ends: once training has begun, start-up stages cannot
+    come back, and once the job has announced the end of training, the final save and
+    teardown that follow are still finalization.
+    """
+    current: str | None = None
+    trained = False
+    for c in seq[: max(pos, 0)].tolist():
+        st = stages[c]
+        if st is None:
+            continue
+        if st == "training":
+            trained = True
+        if trained and st in EARLY:
+            continue
+        if current == "finalization":
+            break
+        current = st
+    return current
+
+
+def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
+                  stages: list[str | None], r: int, point: tuple[int, int | None, float],
+                  counter: Counter | None, current: float | None,
+                  timeline: Timeline | None = None) -> str:
+    """The stage of a failure that began at ``point`` (``l4.onset.onset``) of node ``r``.
+
+    ``counter`` is the job's iteration counter and ``current`` the iteration in progress
+    there (``l4.iterations``); ``timeline`` what healthy runs printed, in which order.
+    """
+    stage, hinted = _stage_from_words(job, cross, profile, stages, r, point, counter, timeline)
+    if hinted is None and stage in LOOP and current is not None and counter is not None:
+        # which phase had begun after the last completed iteration, by the numbers the
+        # announcements carry (clocks of different nodes disagree by seconds); failing
+        # that, whether the job stopped where its schedule says it validates
+        after = phase_after(job, profile, stages, current - counter.step)
+        if after is None and stage == "training":
+            after = scheduled_phase(job, profile, current - counter.step)
+        stage = after or stage
+    return stage
+
+
+def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
+                      stages: list[str | None], r: int, point: tuple[int, int | None, float],
+                      counter: Counter | None,
+                      timeline: Timeline | None) -> tuple[str, str | None]:
+    """(stage, stage the error's own words name or ``None``), before iteration numbers
+    are consulted."""
+    pos, line, t0 = point
+    stage = stage_at(job.seqs[r], pos, stages)
+    # the error's own words, and the code its traceback went through, may place it more
+    # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
+    anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
+    first_errs = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:6]
+    progressed = _progressed(job, cross, counter.marker if counter else None)
+    hinted = None
+    for c in first_errs:
+        ex = job.examples[r].get(c)
+        text = job.templates[c] + "\n" + "\n".join(ex[2] if ex else [])
+        hinted = profile.hint_of(text)
+        if hinted:
+            break
+    if hinted and not (progressed and hinted in EARLY):
+        stage = hinted
+    if timeline is not None and hinted is None and not progressed:
+        # no iteration had completed anywhere: where in the healthy start-up did it stop?
+        learned, decisive = _startup_bracket(timeline, job, r, pos)
+        if decisive:
+            return learned, None
+        stage = learned or stage
+    # an error line without a clock of its own (traceback text, srun) happened about when
+    # the lines around it did.  That rough time only fills in what the culprit's own log
+    # cannot tell (a save or evaluation rank 0 announced)
+    rough = math.isnan(t0) and line is not None
+    t_stage = time_near(job, r, line) if rough else t0
+    timed = _stage_by_time(job, stages, t_stage)
+    if rough and timed is not None and not (
+        stage is None or (stage == "training" and timed not in EARLY)
+    ):
+        timed = None
+    if hinted is None and timed is not None and not (
+        stage not in EARLY and stage is not None and timed in EARLY
+    ):
+        # the job-wide latest stage transition before the failure (rank 0 announces saves,
+        # the last rank iterations, the culprit maybe nothing at all).  Start-up stages
+        # print few timestamps, so between two of them the one the job reaches later wins
+        if stage in EARLY and timed in EARLY:
+            order = _startup_order(job, stages)
+            stage = max((stage, timed), key=lambda st: order.get(st, -1))
+        else:
+            stage = timed
+    if hinted is None and (stage is None or stage in EARLY):
+        # the culprit may print no progress lines of its own (only some ranks log
+        # iterations): if the rest of the job was already past start-up, so was the job
+        pack = _pack_stage(job, cross, stages, r, t_stage)
+        if pack is not None and (stage is None or ORDER.index(pack) > ORDER.index(stage)):
+            stage = pack
+    if stage is None:
+        stage = "initialization"
+    if stage in LOOP and _training_finished(job, cross, stages):
+        stage = "finalization"
+    if stage == "checkpointing" and _final_save(job, stages):
+        stage = "finalization"
+    return stage, hinted
+
+
+def _startup_bracket(timeline: Timeline, job: ParsedJob, r: int,
+                     pos: int) -> tuple[str | None, bool]:
+    """(start-up stage node ``r`` was in at record ``pos``, is that decisive).
+
+    The stage is that of the last healthy start-up line it printed, or, when it printed
+    none, of the first one a node of its role prints.  It is decisive when the node's own
+    log walks through the start-up (it printed lines of a stage past initialization): then
+    it says where it stopped, and what other nodes went on to print is no evidence.  A
+    rank that logs nothing of its own but launcher and library warnings leaves that to the
+    rest of the job.
+    """
+    last, nxt, walked = timeline.bracket(job, r, pos)
+    stage = last if last is not None else nxt
+    return stage, any(st != "initialization" for st in walked)
+
+
+def _training_finished(job: ParsedJob, cross: CrossJobResult, stages: list[str | None]) -> bool:
+    """Had any node announced the end of training (healthy-looking finalization lines after
+    its own training lines) before its own trouble began?  Collectives keep ranks in step,
+    so then the whole job was past its last iteration: a save or crash now is final."""
+    fin = np.array([st == "finalization" for st in stages], dtype=bool)
+    train = np.array([st == "training" for st in stages], dtype=bool)
+    if not fin.any() or not train.any():
+        return False
+    for i in range(job.n_nodes):
+        first = job.first_pos[i]
+        seen_train = first[train & (first >= 0)]
+        if not seen_train.size:
+            continue
+        p_i, _, _ = onset(job, cross, i)
+        ok = fin & ~cross.anomalous[i] & (first > seen_train.min()) & (first < p_i)
+        if ok.any():
+            return True
+    return False
+
+
+def _startup_order(job: ParsedJob, stages: list[str | None]) -> dict[str, int]:
+    """Start-up stages in the order this job goes through them (Megatron builds the model
+    before its datasets, DeepSpeed scripts the other way round), read from the node that
+    logs most of them.  A stage's place is where its last line is: a dataset helper
+    compiled during initialization does not make data loading come first."""
+    cols = [c for c, st in enumerate(stages) if st in EARLY]
+    if not cols:
+        return {}
+    seen = (job.counts[:, cols] > 0).sum(axis=1)
+    i = int(np.argmax(seen))
+    train = [c for c, st in enumerate(stages) if st == "training" and job.counts[i, c] > 0]
+    start = int(job.first_line[i, train].min()) if train else None
+    last: dict[str, int] = {}
+    for c in cols:
+        if job.counts[i, c] > 0:
+            at = int(job.last_line[i, c])
+            if start is not None and at > start:  # also logged during training
+                at = int(job.first_line[i, c])
+            last[stages[c]] = max(last.get(stages[c], 0), at)
+    return {st: k for k, st in enumerate(sorted(last, key=last.get))}
+
+
+def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
+                 last_done: float) -> str | None:
+    """The evaluation or save announced for iteration ``last_done`` that never finished.
+
+    "saving checkpoint at iteration 100" after "iteration 100/..." means the job was saving
+    when it died, unless the same node then printed a line that ends the phase ("successfully
+    saved ...").  Compared by line order on one node, so clock skew cannot reorder them.
+    Evaluation comes first: frameworks evaluate, then save, after the same iteration.
+    """
+    if last_done is None or math.isnan(last_done) or last_done <= 0:
+        return None
+    target = float(int(last_done))
+    resume = [c for c, t in enumerate(job.templates) if profile.is_resume(t)]
+    for phase in ("evaluation", "checkpointing"):
+        cols = [c for c, st in enumerate(stages) if st == phase]
+        for i in range(job.n_nodes):
+            for c in cols:
+                text = job.last_examples[i].get(c)
+                if not text or job.counts[i, c] == 0 or target not in numbers_in(text):
+                    continue
+                started = job.last_line[i, c]
+                if not any(job.last_line[i, rc] > started for rc in resume):
+                    return phase
+    return None
+
+
+def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float) -> str | None:
+    """The periodic phase (evaluation, save) due right after iteration ``last_done``.
+
+    Some frameworks announce an evaluation only when it ends ("validation loss at
+    iteration 50"); the iterations those lines name give the schedule (every 25), so a
+    job that stopped after completing iteration 75 without its report was validating.
+    The first and last report and how many there were are enough to read the schedule.
+    """
+    if last_done is None or math.isnan(last_done) or last_done <= 0:
+        return None
+    done = int(last_done)
+    for stage, rx in profile.periodic:
+        for c, template in enumerate(job.templates):
+            if not rx.search(template):
+                continue
+            for i in np.nonzero(job.counts[:, c] >= 2)[0].tolist():
+                if c not in job.examples[i] or c not in job.last_examples[i]:
+                    continue
+                a = numbers_in(job.examples[i][c][1])
+                b = numbers_in(job.last_examples[i][c])
+                pair = next(((x, y) for x, y in zip(a, b, strict=False)
+                             if 0 < x < y and x == int(x) and y == int(y)), None)
+                if pair is None or len(a) != len(b):
+                    continue
+                first, last = int(pair[0]), int(pair[1])
+                k = int(job.counts[i, c])
+                every = math.gcd(first, last)
+                if (last - first) % (k - 1) == 0:
+                    every = math.gcd(every, (last - first) // (k - 1))
+                if every > 1 and done > last and done % every == 0:
+                    return stage
+    return None
+
+
+def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
+    """Was the save that failed the end-of-training one?  Periodic saves fall on a round grid
+    (every 100 or 500 iterations); the final save happens wherever training stopped."""
+    for i in range(job.n_nodes):
+        for c, last in job.last_examples[i].items():
+            if stages[c] != "checkpointing" or job.counts[i, c] < 2 or c not in job.examples[i]:
+                continue
+            # numbers the message carries (iteration, step), never the clock's digits
+            first = [int(x) for x in numbers_in(job.examples[i][c][1]) if x == int(x)]
+            final = [int(x) for x in numbers_in(last) if x == int(x)]
+            if len(first) != len(final):
+                continue
+            for a, b in zip(first, final, strict=True):
+                # save intervals are round numbers; where training ends need not be
+                if 10 <= a < b and a % 10 == 0 and b % 10 != 0:
+                    return True
+    return False
+
+
+def _progressed(job: ParsedJob, cross: CrossJobResult, marker: int | None) -> bool:
+    """Had any node completed a training iteration (printed its counter) before its own
+    trouble began?  Until then a failure can still belong to a start-up stage."""
+    if marker is None:
+        return False
+    for i in range(job.n_nodes):
+        p_i, _, _ = onset(job, cross, i)
+        if 0 <= job.first_pos[i, marker] < p_i:
+            return True
+    return False
+
+
+def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str | None:
+    """Stage of the latest stage-marking event, on any node, that happened by ``t0``.
+
+    Uses first/last timestamps per node and event: an event that started before ``t0`` and
+    was still being logged after it counts as active at ``t0``.  ``None`` without clocks.
+    """
+    if math.isnan(t0):
+        return None
+    cols = [c for c, st in enumerate(stages) if st is not None]
+    if not cols:
+        return None
+    first = job.first_ts[:, cols]
+    last = job.last_ts[:, cols]
+    last = np.where(np.isnan(last), first, last)
+    started = first <= t0 + 1.0
+    eff = np.where(started, np.minimum(last, t0), -np.inf)
+    if not np.isfinite(eff).any():
+        return None
+    best = np.nanmax(eff)
+    if best == -np.inf:
+        return None
+    # several stages active at t0 (periodic saves span it too): training is the usual state
+    hits = {stages[cols[j]] for j in np.nonzero(np.isclose(eff, best, rtol=0.0, atol=0.5).any(axis=0))[0]}
+    for st in ("training", "finalization", "checkpointing", "evaluation",
+               "model_loading", "data_loading", "initialization"):
+        if st in hits:
+            return st
+    return None
+
+
+def _pack_stage(job, cross, stages, r, t0) -> str | None:
+    """Most common stage of the other nodes just before their own trouble began, counting
+    only nodes whose first training line predates the culprit's failure when clocks tell."""
+    votes: dict[str, int] = {}
+    train_cols = [c for c, st in enumerate(stages) if st == "training"]
+    for i in range(job.n_nodes):
+        if i == r:
+            continue
+        p_i, _, _ = onset(job, cross, i)
+        st = stage_at(job.seqs[i], p_i, stages)
+        if st is None:
+            continue
+        if st not in EARLY and not math.isnan(t0) and train_cols:
+            seen = job.first_ts[i, train_cols]
+            seen = seen[~np.isnan(seen)]
+            if seen.size and seen.min() > t0:
+                continue
+        votes[st] = votes.get(st, 0) + 1
+    if not votes:
+        return None
+    # nodes that print progress know more than nodes that print none; before training the
+    # pack moves in lock-step, so the furthest start-up stage any node reached is the job's
+    later = {k: v for k, v in votes.items() if k not in EARLY}
+    if later:
+        # saves and evaluations are announced by one rank only; the others just see training
+        announced = {k: v for k, v in later.items() if k != "training"}
+        pool = announced or later
+        return max(pool, key=lambda k: (pool[k], k))
+    order = ("initialization", "data_loading", "model_loading")
+    return max(votes, key=order.index)

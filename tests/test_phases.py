@@ -1,0 +1,108 @@
+"""Stage and iteration from what healthy runs printed, on a log format no profile knows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from conftest import write_job
+from l4 import engine
+from l4.engine import diagnose
+from l4.ingest import discover
+from l4.phases import END, LOOP_PHASE, STARTUP, learn_timeline
+from l4.templates import open_store
+
+# wording of a home-grown training script: the rules name "validation" evaluation, and
+# nothing in it says "iteration" or "step"
+STARTUP_LINES = [
+    "[{t}] world_size=8 backend=gloo rank={r}",
+    "[{t}] Loading dataset from /data/corpus",
+    "[{t}] validation split: 0.1 of the corpus held back",
+    "[{t}] loading model from /ckpt/base",
+    "[{t}] pulling tensors from the object store",
+]
+
+
+def node_log(rank: int, n_batches: int, *, fail: str | None = None, fail_at: int | None = None,
+             stop_startup: int | None = None, victim: bool = False) -> str:
+    out = []
+    sec = 0
+
+    def t() -> str:
+        nonlocal sec
+        sec += 1
+        return f"2025-03-02 10:{sec // 60:02d}:{sec % 60:02d}"
+
+    for k, line in enumerate(STARTUP_LINES):
+        if stop_startup is not None and k == stop_startup:
+            out.append(f"[{t()}] {fail}")
+            return "\n".join(out) + "\n"
+        out.append(line.format(t=t(), r=rank))
+    for b in range(1, n_batches + 1):
+        if fail_at is not None and b == fail_at:
+            if fail:
+                out.append(f"[{t()}] {fail}")
+            if victim:
+                out.append(f"[{t()}] RuntimeError: Connection closed by peer [10.0.0.{rank}]:5000")
+            return "\n".join(out) + "\n"
+        out.append(f"[{t()}] [Epoch 1][Batch {b}] loss={2.0 + 1.0 / b:.4f} lr=0.0001")
+    out.append(f"[{t()}] all done, wrote /ckpt/final")
+    return "\n".join(out) + "\n"
+
+
+def healthy(root: Path, n: int, batches: int = 40) -> Path:
+    return write_job(root, {f"h{r}": node_log(r, batches) for r in range(n)}, status="succeeded")
+
+
+def _parsed(path: Path):
+    spec = discover(path)
+    scans = engine.scan_files(list(spec.files), 1)
+    with open_store(None) as store:
+        return engine.parse_job(spec, scans, store)
+
+
+def test_timeline_learns_phases_and_names_from_healthy_runs(tmp_path):
+    tl = learn_timeline([_parsed(healthy(tmp_path / "b0", 3)), _parsed(healthy(tmp_path / "b1", 2))])
+    assert tl is not None and tl.jobs == 2
+    by_text = {tl.templates[c]: c for c in tl.phase}
+    val = next(c for t, c in by_text.items() if "validation split" in t)
+    assert tl.phase[val] == STARTUP and tl.stage[val] == "data_loading"
+    pull = next(c for t, c in by_text.items() if "pulling tensors" in t)
+    assert tl.stage[pull] == "model_loading"
+    batch = next(c for t, c in by_text.items() if "[Epoch" in t)
+    assert tl.phase[batch] == LOOP_PHASE and tl.stage[batch] == "training"
+    done = next(c for t, c in by_text.items() if "all done" in t)
+    assert tl.phase[done] == END and tl.stage[done] == "finalization"
+    # places follow the healthy order
+    places = [tl.place[by_text[t]] for t in by_text if by_text[t] in tl.place]
+    assert places == sorted(places)
+
+
+def test_start_up_failure_is_placed_by_the_healthy_order(tmp_path):
+    """The culprit fails right after the line the rules call "evaluation"; healthy runs
+    show it is part of loading data."""
+    nodes = {f"n{r}": node_log(r, 0, stop_startup=len(STARTUP_LINES) - 1,
+                               fail="torch.distributed.DistStoreError: wait timeout after 30000ms")
+             for r in (0, 1, 3)}
+    nodes["n2"] = node_log(2, 0, fail="ValueError: corrupt record 17 in shard 3", stop_startup=3)
+    failed = write_job(tmp_path / "failed", nodes)
+    bases = [healthy(tmp_path / "b0", 4), healthy(tmp_path / "b1", 3)]
+    report = diagnose(failed, bases, store_path=False)
+    assert report["nodes"][0]["node"] == "n2"
+    assert report["stage"] == "data_loading"
+    assert report["iterations"] == []
+
+
+def test_counter_in_an_unknown_format_makes_a_training_failure(tmp_path):
+    """A DataLoader worker killed mid-training: the counter ("[Batch 120]") is what says the
+    job was training, though no rule calls its line a training line."""
+    nodes = {f"n{r}": node_log(r, 60, fail_at=33, victim=True) for r in range(4)}
+    nodes["n1"] = node_log(1, 60, fail_at=33,
+                           fail="RuntimeError: DataLoader worker (pid 4711) is killed by signal: Killed.")
+    failed = write_job(tmp_path / "failed", nodes)
+    report = diagnose(failed, [healthy(tmp_path / "b0", 4, 60)], store_path=False)
+    assert report["nodes"][0]["node"] == "n1"
+    assert report["stage"] == "training"
+    assert 33 in [it["iteration"] for it in report["iterations"][:3]]
+    # the same without any healthy reference: the counter alone decides
+    alone = diagnose(failed, store_path=False)
+    assert alone["stage"] == "training"
