@@ -40,6 +40,7 @@ from flows.tasks import (
     store_report,
     temporal,
 )
+from l4.chartdata import attach_healthy_band
 
 
 def _opt(value: object) -> str | None:
@@ -130,6 +131,7 @@ def diagnose_job(
     temp = temporal(failed, cross, ranked)
     events = indicators(failed, cross, ranked)
     rep = report(failed, cross, ranked, quote(temp), quote(events))
+    attach_healthy_band(rep, merged.healthy)
     t_end = time.perf_counter()
     rep["timing"] = {
         "scan_s": round(t_scan - t0, 3),
