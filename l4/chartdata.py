@@ -140,7 +140,7 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         if clock == "wall":
             offsets = {}
     else:
-        clock, skew = "log", 0.0
+        clock, skew = "log", 0.0  # some shown node has no clock l4 can read
 
     def times(r: int, pos: np.ndarray) -> np.ndarray:
         if clock == "log":
@@ -168,7 +168,13 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         c = job.column(int(e.event_id))
         if c is not None:
             kind_of[c] = "symptom" if e.symptom else "indicator"
+    # unusual on the node, or one of the report's events (the timeouts every victim logs
+    # are no anomaly within the job, but they are the pile-up the chart must show)
     unusual = cross.anomalous & cross.kept[None, :]
+    if kind_of:
+        listed = np.zeros(job.n_events, bool)
+        listed[list(kind_of)] = True
+        unusual = unusual | (listed[None, :] & (job.counts > 0))
 
     def node_marks(r: int) -> tuple[list, float | None, int | None]:
         ucols = np.nonzero(unusual[r])[0]
@@ -234,7 +240,8 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     return {
         "timeline": timeline,
         "iterations": iteration_series(job, cols, culprit, iterations),
-        "stages": stage_segments(job, culprit, stage, lambda pos: times(culprit, pos) - t0),
+        "stages": stage_segments(job, culprit, stage, lambda pos: times(culprit, pos) - t0,
+                                 cols),
     }
 
 
@@ -278,11 +285,15 @@ def iteration_series(job: ParsedJob, cols: list[int], culprit: int,
     }
 
 
-def stage_segments(job: ParsedJob, r: int, final_stage: str, to_time) -> dict:
+def stage_segments(job: ParsedJob, r: int, final_stage: str, to_time,
+                   counter: list[int] | None = None) -> dict:
     """The culprit's stages in order, by the framework profile's rules (start-up stages do not
-    come back once training has begun), and the stage the diagnosis says it stopped in."""
+    come back once training has begun; the iteration counter's own lines are training), and
+    the stage the diagnosis says it stopped in."""
     profile = choose_profile(job.templates, job.framework)
     stage_of = [profile.stage_of(t) for t in job.templates]
+    for c in counter or []:
+        stage_of[c] = stage_of[c] or "training"
     names = sorted({s for s in stage_of if s})
     code = {s: i for i, s in enumerate(names)}
     table = np.array([code[s] if s else -1 for s in stage_of] + [-1], np.int64)

@@ -22,7 +22,7 @@ from pathlib import Path
 from l4.report import _why
 
 W = 1040  # drawing width of every chart (px); the page scales it down on narrow screens
-LABEL_W = 190
+LABEL_W = 215
 KIND_COLOR = {1: "#8a9bb5", 2: "#e8902a", 3: "#d62728"}  # unusual, symptom, indicator
 KIND_NAME = {1: "other unusual event", 2: "symptom (timeouts, resets)", 3: "failure indicator"}
 STAGE_COLOR = {
@@ -82,7 +82,8 @@ def render_html(report: dict, *, diagnosis: dict | None = None) -> str:
         _verdict(rep),
         _section("Nodes over time", _timeline(charts.get("timeline")), "timeline"),
         _section("Iterations", _iterations(charts.get("iterations")), "iterations"),
-        _section("Stages", _stages(charts.get("stages"), rep.get("stage")), "stages"),
+        _section("Stages", _stages(charts.get("stages"), rep.get("stage"),
+                                   str((charts.get("timeline") or {}).get("clock") or "log")), "stages"),
         _section("Most suspicious nodes", _node_table(rep), "nodes"),
         _section("Failure-indicating events", _events(rep), "events"),
         _footer(rep),
@@ -290,7 +291,7 @@ def _timeline(tl: object) -> str:
         start, stop = _num(r.get("start")), _num(r.get("stop"), span)
         g.append(f'<rect x="{x(start):.1f}" y="{y + 6}" width="{max(x(stop) - x(start), 1):.1f}" '
                  f'height="5" class=alive><title>{esc(r.get("node"))}: logging</title></rect>')
-        label = ("\u25b6 " if cul else "") + _clip(r.get("node"), 26)
+        label = ("\u25b6 " if cul else "") + _clip(r.get("node"), 25)
         g.append(f'<text x="{x0 - 8}" y="{y + 12.5}" text-anchor="end" class="{"clabel" if cul else "nlabel"}">'
                  f"{esc(label)}</text>")
         for m in r.get("marks") or []:
@@ -332,7 +333,7 @@ def _timeline(tl: object) -> str:
     g.append(f'<line x1="{xj:.1f}" y1="{top - 10}" x2="{xj:.1f}" y2="{top + n_rows * row_h + 4}" class=jobstop />')
     g.append(f'<text x="{xj - 4:.1f}" y="{top - 12}" text-anchor="end" class=stoplabel>job stopped</text>')
     g.append(f'<text x="{x0}" y="{top - 12}" class=axis>'
-             f'{"share of each node&#8217;s log" if clock == "log" else "time (UTC)"}</text>')
+             f'{"share of each node&#8217;s log" if clock == "log" else "time (as logged)"}</text>')
     svg = _svg(height, "".join(g), "node by time chart")
     legend = (
         '<div class=legend>'
@@ -349,8 +350,9 @@ def _timeline(tl: object) -> str:
                      f"up to {_duration(_num(tl.get('skew_s')))}, so each node's times are shifted onto a "
                      "common clock using the iteration numbers every node prints.")
     elif clock == "log":
-        notes.append("<b>No clock in these logs: the axis is each node&#8217;s position in its own log</b> "
-                     "(0% is its first line, 100% its last), not time; rows are aligned by progress, not clock.")
+        notes.append("<b>Aligned by progress, not by clock</b>: not every node&#8217;s log carries a clock "
+                     "l4 can read, so the axis is each node&#8217;s position in its own log (0% is its first "
+                     "line, 100% its last).")
     else:
         notes.append("Times are the nodes&#8217; own clocks (they agree to within a few seconds).")
     if total > shown:
@@ -440,7 +442,7 @@ def _iterations(it: object) -> str:
         f"<p class=note>{note}</p>" if note else "")
 
 
-def _stages(st: object, final: object) -> str:
+def _stages(st: object, final: object, clock: str = "log") -> str:
     final_s = esc(final or "unknown")
     if not isinstance(st, dict) or not st.get("segments"):
         return f"<p>The job stopped in <b>{final_s}</b>. <span class=dim>No stage timeline stored.</span></p>"
@@ -467,7 +469,8 @@ def _stages(st: object, final: object) -> str:
         f'<span><i style="background:{STAGE_COLOR.get(n, "#ccc")}"></i>{esc(n.replace("_", " "))}</span>'
         for n in seen) + "</div>"
     last = str(segs[-1].get("stage"))
-    note = f"Stages of the culprit {esc(st.get('node'))}, from its own log lines, left to right in log order."
+    note = (f"Stages of the culprit {esc(st.get('node'))}, from its own log lines"
+            + (", on the time axis of the chart above." if clock != "log" else ", in log order."))
     if last != str(final):
         note += (f" Its last stage line reads {esc(last)}; l4 places the failure in <b>{final_s}</b> from "
                  "the error itself and what the other ranks announced.")
@@ -507,9 +510,10 @@ def _events(rep: dict) -> str:
         nodes = [str(n) for n in e.get("nodes") or []]
         shown = ", ".join(esc(n) for n in nodes[:4]) + (f" +{len(nodes) - 4} more" if len(nodes) > 4 else "")
         exs = []
-        for ex in e.get("examples") or []:
-            if not isinstance(ex, dict):
-                continue
+        examples = [ex for ex in e.get("examples") or [] if isinstance(ex, dict)]
+        for j, ex in enumerate(examples):
+            if j == 1:
+                exs.append(f"<details><summary>{len(examples) - 1} more example(s)</summary>")
             ctx = [str(c) for c in ex.get("context") or []]
             fold = ""
             if ctx:
@@ -520,6 +524,8 @@ def _events(rep: dict) -> str:
                         f"<pre>{esc(body)}</pre></details>")
             exs.append(f"<div class=ex><span class=where>{esc(ex.get('file'))}:{esc(ex.get('line'))}</span>"
                        f"<pre class=line>{esc(_clip(ex.get('text')))}</pre>{fold}</div>")
+        if len(examples) > 1:
+            exs.append("</details>")
         kind = "symptom" if e.get("symptom") else "indicator"
         rows.append(
             f"<tr><td class=num>{i}</td><td><span class='tag {kind}'>{kind}</span>"
