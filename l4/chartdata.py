@@ -34,6 +34,8 @@ BINS = 160
 MAX_POINTS = 600
 #: node clocks closer than this are drawn as they are
 SKEW_S = 2.0
+#: a node's clock must reach this close (share of its records) to both ends of its log
+COVER = 0.2
 KIND_RANK = {"unusual": 1, "symptom": 2, "indicator": 3}
 
 
@@ -96,6 +98,16 @@ def _anchors(job: ParsedJob, r: int, cols: list[int]) -> tuple[np.ndarray, np.nd
     return P, T
 
 
+def _covered(job: ParsedJob, r: int, P: np.ndarray, T: np.ndarray) -> bool:
+    """Does node ``r``'s clock cover its log?  A log whose only times are in its last lines
+    (a launcher's shutdown messages after an unclocked training log) would put its whole
+    life at the end; such a node cannot be drawn on a clock axis."""
+    n_rec = len(job.seqs[r])
+    if len(T) < 2 or not T[-1] > T[0] or n_rec < 2:
+        return False
+    return P[0] <= COVER * n_rec and P[-1] >= (1 - COVER) * (n_rec - 1)
+
+
 def clock_offsets(job: ParsedJob, cols: list[int]) -> dict[int, float]:
     """Per node, how far its clock runs ahead of the others', from the times at which each
     node printed the same iteration numbers (median difference to the per-number median)."""
@@ -130,7 +142,7 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     row = {n: i for i, n in enumerate(job.nodes)}
     culprit = row[ranked[0].node]
     anchors = [_anchors(job, r, cols) for r in range(job.n_nodes)]
-    timed = [len(a[1]) >= 2 and a[1][-1] > a[1][0] for a in anchors]
+    timed = [_covered(job, r, *anchors[r]) for r in range(job.n_nodes)]
     shown = [row[s.node] for s in ranked[:MAX_NODE_ROWS]]
     offsets: dict[int, float] = {}
     if all(timed[r] for r in shown) and sum(timed) >= max(1, job.n_nodes // 2):
@@ -231,6 +243,12 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
                               _r(max(firsts), 3)] if firsts else None,
             "with_anomaly": len(firsts),
         }
+    # the stage timeline follows the culprit, or the node that printed the most progress when
+    # the culprit's rank printed none (the job's stages are the pack's)
+    ref = culprit
+    lengths = [len(node_iterations(job, r, cols)[0]) for r in range(job.n_nodes)] if cols else []
+    if lengths and lengths[culprit] < 3 and max(lengths) >= 3:
+        ref = int(np.argmax(lengths))
     timeline = {
         "clock": clock, "t0": _r(t0, 3), "span": _r(t1 - t0, 3), "bins": BINS,
         "skew_s": _r(skew, 2), "nodes": rows, "rest": rest,
@@ -240,8 +258,9 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     return {
         "timeline": timeline,
         "iterations": iteration_series(job, cols, culprit, iterations),
-        "stages": stage_segments(job, culprit, stage, lambda pos: times(culprit, pos) - t0,
-                                 cols),
+        "stages": _mark_culprit(
+            stage_segments(job, ref, stage, lambda pos: times(ref, pos) - t0, cols),
+            job.nodes[culprit]),
     }
 
 
@@ -326,8 +345,13 @@ def stage_segments(job: ParsedJob, r: int, final_stage: str, to_time,
     return {"node": job.nodes[r], "segments": out, "final": final_stage}
 
 
+def _mark_culprit(stages: dict, culprit: str) -> dict:
+    stages["culprit"] = stages.get("node") == culprit
+    return stages
+
+
 def healthy_durations(baselines: list[ParsedJob]) -> dict[str, list[float]]:
-    """Per counter template of the healthy jobs: [5th, 50th, 95th percentile] of iteration
+    """Per counter template of the healthy jobs: [10th, 50th, 90th percentile] of iteration
     durations (after the warm-up), so the iteration chart can draw the healthy range."""
     acc: dict[str, list[np.ndarray]] = {}
     for job in baselines:
@@ -341,7 +365,7 @@ def healthy_durations(baselines: list[ParsedJob]) -> dict[str, list[float]]:
     out = {}
     for tpl, parts in acc.items():
         d = np.concatenate(parts)
-        out[tpl] = [round(float(x), 3) for x in np.percentile(d, [5, 50, 95])]
+        out[tpl] = [round(float(x), 3) for x in np.percentile(d, [10, 50, 90])]
     return out
 
 

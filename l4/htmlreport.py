@@ -178,14 +178,27 @@ def _verdict(rep: dict) -> str:
         rows.append(("Iteration", "<span class=dim>none found</span>"))
     events = [e for e in rep.get("events") or [] if isinstance(e, dict)]
     if events:
-        e = events[0]
+        # the first event whose example reads as what happened (not a bare traceback header)
+        e = next((x for x in events[:5] if not str(((x.get("examples") or [{}])[0] or {})
+                                                    .get("text", "")).strip().startswith("Traceback")),
+                 events[0])
         ex = (e.get("examples") or [{}])[0] or {}
         where = f"{ex.get('file')}:{ex.get('line')}" if ex.get("file") else ""
-        rows.append(("First evidence", f"<code class=tpl>{esc(_clip(ex.get('text') or e.get('template'), 300))}</code>"
+        rows.append(("First evidence", f"<code class=tpl>{esc(_clip(_telling(ex, e), 300))}</code>"
                      + (f" <span class=where>{esc(where)}</span>" if where else "")))
     rows.append(("Root cause", _root_cause(rep)))
     body = "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return f'<section class=verdict id="verdict"><h2>Verdict</h2><table>{body}</table></section>'
+
+
+def _telling(ex: dict, event: dict) -> str:
+    """The line of an example that says what happened: for a traceback, its last line (the
+    exception), not "Traceback (most recent call last):"."""
+    text = str(ex.get("text") or event.get("template") or "")
+    ctx = [str(c).strip() for c in ex.get("context") or [] if str(c).strip()]
+    if text.strip().startswith("Traceback") and ctx:
+        return f"{ctx[-1]}  (traceback)"
+    return text
 
 
 def _root_cause(rep: dict) -> str:
@@ -410,7 +423,7 @@ def _iterations(it: object) -> str:
         a, b = Y(_num(band[2])), Y(_num(band[0]))
         g.append(f'<rect x="{x0}" y="{a:.1f}" width="{pw}" height="{max(b - a, 1.5):.1f}" class=band>'
                  f"<title>healthy runs: {_num(band[0]):.2f}-{_num(band[2]):.2f} s per iteration "
-                 "(5th-95th percentile)</title></rect>")
+                 "(10th-90th percentile)</title></rect>")
     for s in susp:
         g.append(f'<line x1="{X(s):.1f}" y1="{top}" x2="{X(s):.1f}" y2="{top + ph}" class=susp>'
                  f"<title>suspicious iteration {s}</title></line>")
@@ -429,15 +442,18 @@ def _iterations(it: object) -> str:
              f'<text x="{x0 + pw}" y="{top + ph + 36}" text-anchor="end" class=axis>iteration</text>')
     legend = (
         '<div class=legend><span><i class=lmed></i>median over nodes</span>'
-        f'<span><i class=lown></i>culprit {esc(it.get("culprit"))}</span>'
-        '<span><i class=lsusp></i>suspicious iteration</span><span><i class=ljob></i>failure point</span>'
-        + ('<span><i class=lband></i>healthy runs (5th-95th percentile)</span>' if band else "")
+        + (f'<span><i class=lown></i>culprit {esc(it.get("culprit"))}</span>' if own else "")
+        + '<span><i class=lsusp></i>suspicious iteration</span><span><i class=ljob></i>failure point</span>'
+        + ('<span><i class=lband></i>healthy runs (10th-90th percentile)</span>' if band else "")
         + "</div>"
     )
     note = ("No clock in these logs: the height is the number of log records between two iteration "
             "lines, a proxy for how much each iteration did." if unit != "s" else "")
     if not band and unit == "s":
         note = "No healthy baseline with the same iteration line, so no healthy band is drawn."
+    if not own:
+        note += (f" The culprit {esc(it.get('culprit'))} printed no iteration lines of its own; the "
+                 "line is the median over the nodes that did.")
     return legend + f'<div class=scroll>{_svg(height, "".join(g), "iteration chart")}</div>' + (
         f"<p class=note>{note}</p>" if note else "")
 
@@ -469,7 +485,8 @@ def _stages(st: object, final: object, clock: str = "log") -> str:
         f'<span><i style="background:{STAGE_COLOR.get(n, "#ccc")}"></i>{esc(n.replace("_", " "))}</span>'
         for n in seen) + "</div>"
     last = str(segs[-1].get("stage"))
-    note = (f"Stages of the culprit {esc(st.get('node'))}, from its own log lines"
+    who = "the culprit" if st.get("culprit", True) else "node"
+    note = (f"Stages of {who} {esc(st.get('node'))}, from its own log lines"
             + (", on the time axis of the chart above." if clock != "log" else ", in log order."))
     if last != str(final):
         note += (f" Its last stage line reads {esc(last)}; l4 places the failure in <b>{final_s}</b> from "

@@ -206,7 +206,7 @@ def test_healthy_band_comes_from_the_baselines(xid_case):
     with_base = diagnose(failed, bases, store_path=False)
     band = with_base["charts"]["iterations"]["healthy"]
     assert band and band[0] <= band[1] <= band[2] and 0.5 <= band[1] <= 2.0
-    assert "healthy runs (5th-95th percentile)" in render_html(with_base)
+    assert "healthy runs (10th-90th percentile)" in render_html(with_base)
     alone = diagnose(failed, [], store_path=False)
     assert alone["charts"]["iterations"]["healthy"] is None
     assert "no healthy band" in render_html(alone)
