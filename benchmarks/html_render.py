@@ -76,7 +76,7 @@ def screenshots(out: Path) -> int:
             rep = diagnose_and_record(case / "failed", [case / "baseline-0", case / "baseline-1"],
                                       kb=kb, templates=Path(tmp) / "t.drain3")
             html = write_html(rep, Path(tmp) / f"{name}.html")
-            with Chromium(width=1150, height=1500) as browser:
+            with Chromium(width=1150, height=1800) as browser:
                 res = browser.load(html, PAGE_CHECK, screenshot=True, full_page=False)
             (out / f"{name}.png").write_bytes(res.screenshot)
             print(f"{out / name}.png: seed {seed}, {truth['fault']['id']}, culprit "
