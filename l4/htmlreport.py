@@ -624,7 +624,7 @@ background:#d62728}.legend i.lsusp{width:2px;background:#e8902a}.legend i.lband{
 opacity:.3}.note{font-size:12.5px;color:#374151;margin:4px 0}
 table.grid{border-collapse:collapse;width:100%;font-size:13px}table.grid th,table.grid td{border:1px solid
 #e3e6eb;padding:3px 6px;vertical-align:top;text-align:left}table.grid th{background:#f3f4f7}
-td.num{text-align:right;font-variant-numeric:tabular-nums}.ex{margin-bottom:4px}
+td.num{text-align:right;font-variant-numeric:tabular-nums}table.grid td code{white-space:nowrap}.ex{margin-bottom:4px}
 pre.line{background:#f7f8fa;padding:2px 4px}pre.tpl{font-size:12px}details summary{cursor:pointer;
 color:#3559a8;font-size:12px}footer{margin-top:26px;font-size:12.5px;color:#333}
 """
