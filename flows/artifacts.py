@@ -22,18 +22,19 @@ def artifact_key(prefix: str, job_id: object) -> str:
     return f"{prefix}-{slug}"[:120].rstrip("-")
 
 
-_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+!|~=-])")
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~])")
 
 
 def md_text(text: object, limit: int = 160) -> str:
     """Untrusted text (a log line, a file name, a job id) as inert markdown: one line,
-    bounded length, HTML special characters as entities, every markdown punctuation
-    backslash-escaped (no emphasis, link, image, heading or table break), and no bare
-    autolink (``http://``, ``www.``) for a renderer to turn into a link."""
+    bounded length, HTML special characters as entities, the markdown punctuation that can
+    start markup backslash-escaped (no emphasis, code, link, image, heading, list or table
+    break; a dash inside a name stays as it is), and no bare autolink (``http://``, ``www.``) for a renderer to turn into a link."""
     s = " ".join(str(text).split())
     s = s if len(s) <= limit else s[: limit - 1] + "…"
     s = _MD_SPECIAL.sub(r"\\\1", s)
     s = re.sub(r"^(\d+)\.", r"\1\\.", s)  # "1. x" would start a numbered list
+    s = re.sub(r"^([-+=])", r"\\\1", s)  # a list item, a rule or a heading underline
     s = html.escape(s, quote=True)  # after: the entities' own '#' must stay as it is
     s = s.replace("://", ":&#47;&#47;")
     return re.sub(r"(?i)\bwww\.", "www&#46;", s)

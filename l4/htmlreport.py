@@ -79,7 +79,7 @@ def render_html(report: dict, *, diagnosis: dict | None = None) -> str:
         f"<title>l4 diagnosis: job {job}</title>",
         f"<style>{_CSS}</style></head><body>",
         _header(rep, diagnosis),
-        _verdict(rep),
+        _verdict(rep, diagnosis),
         _section("Nodes over time", _timeline(charts.get("timeline")), "timeline"),
         _section("Iterations", _iterations(charts.get("iterations")), "iterations"),
         _section("Stages", _stages(charts.get("stages"), rep.get("stage"),
@@ -155,7 +155,7 @@ def culprits(rep: dict) -> list[dict]:
     return [nodes[0]] + [n for n in nodes[1:4] if top > 0 and _num(n.get("score")) >= 0.8 * top]
 
 
-def _verdict(rep: dict) -> str:
+def _verdict(rep: dict, diagnosis: dict | None = None) -> str:
     rows = []
     cul = culprits(rep)
     if cul:
@@ -186,7 +186,7 @@ def _verdict(rep: dict) -> str:
         where = f"{ex.get('file')}:{ex.get('line')}" if ex.get("file") else ""
         rows.append(("First evidence", f"<code class=tpl>{esc(_clip(_telling(ex, e), 300))}</code>"
                      + (f" <span class=where>{esc(where)}</span>" if where else "")))
-    rows.append(("Root cause", _root_cause(rep)))
+    rows.append(("Root cause", _root_cause(rep, diagnosis)))
     body = "".join(f"<tr><th>{esc(k)}</th><td>{v}</td></tr>" for k, v in rows)
     return f'<section class=verdict id="verdict"><h2>Verdict</h2><table>{body}</table></section>'
 
@@ -201,7 +201,7 @@ def _telling(ex: dict, event: dict) -> str:
     return text
 
 
-def _root_cause(rep: dict) -> str:
+def _root_cause(rep: dict, diagnosis: dict | None = None) -> str:
     causes = [c for c in rep.get("root_causes") or [] if isinstance(c, dict)]
     did = rep.get("diagnosis_id")
     if causes:
@@ -222,7 +222,14 @@ def _root_cause(rep: dict) -> str:
             else "no known pattern")
         out = f"<span class=dim>{esc(status)}</span>"
         pid = "PATTERN_ID"
-    if did:
+    status = (diagnosis or {}).get("status")
+    if status == "confirmed":
+        out += (f"<div class=cmd>confirmed as <b>{esc(diagnosis.get('pattern_id'))}</b> by "
+                f"{esc(diagnosis.get('decided_by'))}</div>")
+    elif status == "rejected":
+        out += (f"<div class=cmd>rejected by {esc(diagnosis.get('decided_by'))}: "
+                f"{esc(diagnosis.get('reason'))}</div>")
+    elif did:
         out += (f"<div class=cmd>confirm: <code>l4 confirm {esc(did)} --pattern {esc(pid)}</code>"
                 f" &nbsp;or&nbsp; <code>l4 confirm {esc(did)} --new --title ... --category ... "
                 f"--action ...</code></div>")

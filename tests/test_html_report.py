@@ -265,6 +265,13 @@ def test_show_writes_the_stored_diagnosis_as_html(xid_case, tmp_path):
     assert page.count("<svg") == 3 and rep["nodes"][0]["node"] in page
     res = CliRunner().invoke(app, ["show", did, "--html", str(tmp_path / "no" / "x.html")])
     assert res.exit_code == 1 and "does not exist" in res.stderr and "Traceback" not in res.output
+    from l4.kbstore import confirm_diagnosis
+
+    confirm_diagnosis(did, pattern_id="gpu-xid79-fallen-off-bus", by="sre-a")
+    res = CliRunner().invoke(app, ["show", did, "--html", str(out)])
+    page = out.read_text()
+    assert "confirmed as <b>gpu-xid79-fallen-off-bus</b> by sre-a" in page
+    assert "l4 confirm" not in page
 
 
 def test_write_html_replaces_atomically(tmp_path):
