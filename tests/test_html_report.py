@@ -215,9 +215,16 @@ def test_healthy_band_comes_from_the_baselines(xid_case):
 def test_a_report_without_chart_data_still_renders():
     old = {"job_id": "j1", "stage": "training", "nodes": [{"node": "n1", "score": 0.9}],
            "iterations": [], "events": [], "root_causes": []}
+    old["files"] = [{"file": "logs/n1.log", "node": "n1", "lines": 9, "bytes": 99, "status": "ok"},
+                    {"file": "logs/n2.log.gz", "node": "n2", "lines": 0, "bytes": 5,
+                     "status": "error", "error": "not a gzip file"}]
+    old["timing"] = {"total_s": 1.25}
     page = render_html(old)
     assert_inert(page)
     assert "n1" in page and "No timing data stored" in page and "No iteration counter" in page
+    footer = page[page.index("<footer>"):]
+    assert "Files not (fully) read" in footer and "logs/n2.log.gz" in footer
+    assert "not a gzip file" in footer and "total_s 1.25" in footer and "Baselines: none" in footer
     assert render_html({})  # nothing at all: still a page, no exception
 
 
