@@ -56,3 +56,17 @@ def test_flow_writes_and_links_the_html_report(api, tmp_path, monkeypatch):
     data = [str(a.data) for a in arts]
     for page in (asked, stored):
         assert any(page.resolve().as_uri() in d for d in data), data
+
+
+def test_l4_diagnose_html_through_the_flow(api, tmp_path):
+    from typer.testing import CliRunner
+
+    from l4.cli import app
+
+    job = make_job(tmp_path / "j", nodes=4, iterations=30, culprit=1)
+    out = tmp_path / "r.html"
+    res = CliRunner().invoke(app, ["diagnose", str(job), "--no-kb", "--html", str(out)])
+    assert res.exit_code == 0, res.output
+    assert f"HTML report: {out}" in res.stderr
+    page = out.read_text()
+    assert "node-01" in page and page.count("<svg") == 3 and "flow_s" in page
