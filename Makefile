@@ -13,8 +13,10 @@ demo: setup
 	$(PY) -m l4.cli simulate $(DEMO)/case --seed 7
 	L4_KB=$(DEMO)/kb.duckdb L4_TEMPLATES=$(DEMO)/templates.drain3 \
 	  $(PY) -m l4.cli diagnose $(DEMO)/case/failed \
-	    --baseline $(DEMO)/case/baseline-0 --baseline $(DEMO)/case/baseline-1
+	    --baseline $(DEMO)/case/baseline-0 --baseline $(DEMO)/case/baseline-1 \
+	    --html $(DEMO)/report.html
 	@echo "ground truth: $(DEMO)/case/truth.json"
+	@echo "HTML report (open it in a browser): $(DEMO)/report.html"
 
 test: setup
 	$(PY) -m pytest -q

@@ -6,7 +6,10 @@ hands their output to ``create_markdown_artifact`` / ``create_table_artifact``.
 
 from __future__ import annotations
 
+import html
+import os
 import re
+from pathlib import Path
 
 MAX_NODES = 10
 MAX_EVENTS = 8
@@ -19,21 +22,36 @@ def artifact_key(prefix: str, job_id: object) -> str:
     return f"{prefix}-{slug}"[:120].rstrip("-")
 
 
-def _cell(text: object, limit: int = 160) -> str:
-    """One markdown table cell: no pipes or newlines, bounded length."""
-    s = " ".join(str(text).split()).replace("|", "\\|")
-    return s if len(s) <= limit else s[: limit - 1] + "…"
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#!|~])")
+
+
+def md_text(text: object, limit: int = 160) -> str:
+    """Untrusted text (a log line, a file name, a job id) as inert markdown: one line,
+    bounded length, HTML special characters as entities, the markdown punctuation that can
+    start markup backslash-escaped (no emphasis, code, link, image, heading, list or table
+    break; a dash inside a name stays as it is), and no bare autolink (``http://``, ``www.``) for a renderer to turn into a link."""
+    s = " ".join(str(text).split())
+    s = s if len(s) <= limit else s[: limit - 1] + "…"
+    s = _MD_SPECIAL.sub(r"\\\1", s)
+    s = re.sub(r"^(\d+)\.", r"\1\\.", s)  # "1. x" would start a numbered list
+    s = re.sub(r"^([-+=])", r"\\\1", s)  # a list item, a rule or a heading underline
+    s = html.escape(s, quote=True)  # after: the entities' own '#' must stay as it is
+    s = s.replace("://", ":&#47;&#47;")
+    return re.sub(r"(?i)\bwww\.", "www&#46;", s)
+
+
+_cell = md_text  # one markdown table cell
 
 
 def summary_markdown(report: dict) -> str:
     """Top nodes, top events, stage, iterations and suggested root causes."""
-    lines = [f"# l4 diagnosis of job `{_cell(report.get('job_id'))}`", ""]
+    lines = [f"# l4 diagnosis of job {_cell(report.get('job_id'))}", ""]
     cfg = report.get("config_id") or "-"
-    lines.append(f"- **Stage**: {report.get('stage', 'unknown')}")
+    lines.append(f"- **Stage**: {_cell(report.get('stage', 'unknown'))}")
     its = report.get("iterations") or []
     lines.append(
         "- **Suspicious iterations**: "
-        + (", ".join(str(i["iteration"]) for i in its[:5]) if its else "none found")
+        + (", ".join(_cell(i.get("iteration")) for i in its[:5]) if its else "none found")
     )
     lines.append(f"- **Configuration**: {_cell(cfg)}")
     base = report.get("baseline") or {}
@@ -43,7 +61,8 @@ def summary_markdown(report: dict) -> str:
     else:
         lines.append("- **Baseline**: none (within-job comparison)")
     if report.get("diagnosis_id"):
-        lines.append(f"- **Diagnosis id**: `{report['diagnosis_id']}` (`l4 show {report['diagnosis_id']}`)")
+        did = _cell(report["diagnosis_id"], 40)
+        lines.append(f"- **Diagnosis id**: {did} (l4 show {did})")
     lines += ["", "## Most suspicious nodes", "", "| # | node | score |", "|---:|---|---:|"]
     for i, n in enumerate((report.get("nodes") or [])[:MAX_NODES], 1):
         lines.append(f"| {i} | {_cell(n.get('node'))} | {float(n.get('score', 0)):.3f} |")
@@ -65,8 +84,8 @@ def summary_markdown(report: dict) -> str:
     if causes:
         for rc in causes[:3]:
             lines.append(
-                f"- **{_cell(rc.get('title'))}** [{rc.get('category')}] — similarity "
-                f"{float(rc.get('similarity') or 0):.2f}, pattern `{rc.get('pattern_id')}`"
+                f"- **{_cell(rc.get('title'))}** \\[{_cell(rc.get('category'))}\\] — similarity "
+                f"{float(rc.get('similarity') or 0):.2f}, pattern {_cell(rc.get('pattern_id'))}"
             )
             if rc.get("action"):
                 lines.append(f"  - action: {_cell(rc['action'], 400)}")
@@ -91,3 +110,17 @@ def node_table(report: dict) -> list[dict]:
             row[k] = v
         rows.append(row)
     return rows
+
+
+def stored_html_path(report: dict, kb: str | os.PathLike | None) -> Path:
+    """Where an automatic diagnosis keeps its HTML report: next to the knowledge base,
+    ``reports/<diagnosis id>.html`` (the job id when the diagnosis was not recorded)."""
+    if kb:
+        base = Path(kb)
+    else:
+        from l4.kbstore import default_kb_path
+
+        base = default_kb_path()
+    name = report.get("diagnosis_id") or artifact_key("job", report.get("job_id"))
+    name = re.sub(r"[^A-Za-z0-9_.-]+", "-", str(name)).strip(".-") or "report"
+    return base.parent / "reports" / f"{name}.html"

@@ -19,10 +19,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
+from flows.artifacts import artifact_key, stored_html_path
 from flows.parsing import parse_files
 from flows.settings import load_settings
 from flows.tasks import (
@@ -40,6 +42,7 @@ from flows.tasks import (
     store_report,
     temporal,
 )
+from l4.chartdata import attach_healthy_band
 
 
 def _opt(value: object) -> str | None:
@@ -79,6 +82,8 @@ def diagnose_job(
     use_kb: bool = True,
     workers: int | None = None,
     dask_address: str | None = None,
+    html: str | None = None,
+    store_html: bool = False,
 ) -> dict:
     """Diagnose one failed job directory; returns the report (``l4.report`` contract).
 
@@ -86,6 +91,9 @@ def diagnose_job(
     storage when the flow runs elsewhere).  ``config_id``/``job_id`` override job.json.
     ``kb``/``templates``: knowledge-base and template-store files (default: ``L4_KB``,
     ``L4_TEMPLATES``, else the user data dir).  ``dask_address`` parses on that cluster.
+    ``html``: also write the HTML report there; ``store_html`` (what ``l4 serve`` sets):
+    write it next to the knowledge base, ``reports/<diagnosis id>.html``.  Either way a
+    link artifact points at the file.
     """
     t0 = time.perf_counter()
     settings = load_settings()
@@ -130,6 +138,7 @@ def diagnose_job(
     temp = temporal(failed, cross, ranked, quote(merged.timeline))
     events = indicators(failed, cross, ranked)
     rep = report(failed, cross, ranked, quote(temp), quote(events))
+    attach_healthy_band(rep, merged.healthy)
     t_end = time.perf_counter()
     rep["timing"] = {
         "scan_s": round(t_scan - t0, 3),
@@ -152,7 +161,31 @@ def diagnose_job(
     pub = publish(quote(rep), return_state=True)
     if not pub.is_completed():
         get_run_logger().warning("artifacts not published (%s)", pub.message)
+    targets = [_opt(html)] if _opt(html) else []
+    if store_html:
+        targets.append(str(stored_html_path(rep, kb)))
+    for target in targets:
+        state = publish_html(quote(rep), target, return_state=True)
+        if not state.is_completed():
+            get_run_logger().warning("HTML report not written (%s)", state.message)
     return rep
+
+
+@task(name="publish HTML report", cache_policy=NO_CACHE, persist_result=False)
+def publish_html(rep: dict, path: str) -> str:
+    """Write the self-contained HTML report and link it from the flow run's artifacts."""
+    from prefect.artifacts import create_link_artifact
+
+    from l4.htmlreport import write_html
+
+    out = write_html(rep, path).resolve()
+    job = rep.get("job_id")
+    create_link_artifact(
+        link=out.as_uri(), link_text=f"HTML report: {out.name}",
+        key=artifact_key("l4-html", job),
+        description=f"self-contained HTML report of {job} (on the machine that ran the flow)",
+    )
+    return str(out)
 
 
 class _QuietFilter(logging.Filter):
@@ -193,7 +226,8 @@ def _server_configured() -> bool:
 
 def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None,
                      templates: Path | None = None, use_kb: bool = True,
-                     workers: int | None = None, dask_address: str | None = None) -> dict:
+                     workers: int | None = None, dask_address: str | None = None,
+                     html: Path | None = None) -> dict:
     """What ``l4 diagnose`` runs: the ``diagnose-job`` flow, in this process.
 
     Without ``PREFECT_API_URL`` Prefect starts a temporary server first (several seconds);
@@ -225,6 +259,7 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
             use_kb=use_kb,
             workers=workers,
             dask_address=dask_address,
+            html=str(html) if html else None,
         )
     rep.setdefault("timing", {})["flow_s"] = round(time.perf_counter() - t0, 3)
     rep["timing"]["prefect_server"] = "configured" if configured else "temporary"

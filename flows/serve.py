@@ -74,7 +74,7 @@ def build_deployments(*, use_kb: bool = True) -> list:
     diag = diagnose_job.to_deployment(
         name=DIAGNOSE_DEPLOYMENT,
         triggers=[trigger(DIAGNOSE_DEPLOYMENT)],
-        parameters={"use_kb": use_kb},
+        parameters={"use_kb": use_kb, "store_html": use_kb},
         entrypoint_type=EntrypointType.MODULE_PATH,
         description="Diagnose a failed training job when l4.training.job.failed arrives.",
         tags=["l4"],
@@ -92,6 +92,9 @@ def build_deployments(*, use_kb: bool = True) -> list:
 
 def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool = True) -> None:
     """Register the deployments and run their flow runs until interrupted (Ctrl-C).
+
+    Every automatic diagnosis also writes its HTML report next to the knowledge base
+    (``reports/<diagnosis id>.html``) and links it from the flow run's artifacts.
 
     ``poll_seconds``: how often the runner asks the server for new runs; it bounds the
     event-to-start latency (Prefect's default is 10 s).

@@ -26,6 +26,7 @@ from prefect.serializers import Serializer
 from pydantic import Field
 
 from flows.settings import FlowSettings, retry_delays
+from l4.chartdata import healthy_durations
 from l4.crossjob import CrossJobResult, EventStat, filter_events, normal_rows
 from l4.engine import baseline_stats, baseline_timeline, parse_job
 from l4.indicators import Indicator, select_events
@@ -256,6 +257,7 @@ class Merged:
     baseline_jobs: list[str] = field(default_factory=list)
     pool_used: bool = False
     timeline: Timeline | None = None
+    healthy: dict = field(default_factory=dict)  # healthy iteration durations (l4.chartdata)
 
 
 def store_path(templates: str | None) -> Path:
@@ -275,7 +277,8 @@ def merge(spec: JobSpec, scans: list[NodeScan], base_specs: list[JobSpec],
         stats, names, pool_used, warn = baseline_stats(failed, parsed_baselines, pool_rows, store)
     failed.warnings.extend(skipped + warn)
     return Merged(failed=failed, stats=stats, baseline_jobs=names, pool_used=pool_used,
-                  timeline=baseline_timeline(failed, parsed_baselines))
+                  timeline=baseline_timeline(failed, parsed_baselines),
+                  healthy=healthy_durations(parsed_baselines))
 
 
 @task(name="merge", cache_policy=NO_CACHE, persist_result=False,

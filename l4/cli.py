@@ -51,14 +51,25 @@ def diagnose(
         None, "--dask-address", envvar="L4_DASK_ADDRESS",
         help="parse node files on this Dask cluster (tcp://host:8786); Prefect path only",
     ),
+    html: Path | None = typer.Option(
+        None, "--html", help="also write a self-contained HTML report with charts to this file"
+    ),
 ) -> None:
     """Diagnose a failed job: ranked nodes, events, stage, iterations, root causes."""
     from l4.ingest import JobError
 
+    if html is not None:
+        from l4.htmlreport import check_writable
+
+        problem = check_writable(html)
+        if problem:  # before the diagnosis, not after minutes of work
+            _fail(problem)
+            return
     try:
         report = run_diagnosis(
             job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
             use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
+            html=html,
         )
     except (JobError, ValueError, OSError) as exc:
         _fail(str(exc))
@@ -74,12 +85,27 @@ def diagnose(
         from l4.report import render_text
 
         typer.echo(render_text(report))
+    if html is not None:
+        write_html_report(report, html)
+
+
+def write_html_report(report: dict, path: Path, diagnosis: dict | None = None) -> None:
+    """Write the HTML report (``l4.htmlreport``); the path goes to stderr so that
+    ``--format json`` output stays one JSON document."""
+    from l4.htmlreport import write_html
+
+    try:
+        out = write_html(report, path, diagnosis=diagnosis)
+    except OSError as exc:
+        _fail(f"cannot write the HTML report to {path}: {exc.strerror or exc}", 1)
+        return
+    typer.echo(f"HTML report: {out}", err=True)
 
 
 def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
                   templates: Path | None = None, use_kb: bool = True,
                   use_prefect: bool = False, workers: int | None = None,
-                  dask_address: str | None = None) -> dict:
+                  dask_address: str | None = None, html: Path | None = None) -> dict:
     """What ``l4 diagnose`` does: the flow when Prefect is wanted, else the same steps inline."""
     if use_prefect:
         try:
@@ -89,7 +115,7 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
         if diagnose_job_cli is not None:
             return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
                                     use_kb=use_kb, workers=workers,
-                                    dask_address=dask_address)
+                                    dask_address=dask_address, html=html)
     from l4.pipeline import diagnose_and_record
 
     return diagnose_and_record(job, baselines, kb=kb, templates=templates, use_kb=use_kb,

@@ -152,9 +152,21 @@ def show(
     diag_id: Annotated[str, typer.Argument(metavar="ID", help="Diagnosis id (or unique prefix).")],
     kb: KbOption = None,
     fmt: Annotated[Fmt, typer.Option("--format", help="text or json")] = Fmt.text,
+    html: Annotated[Path | None, typer.Option(
+        "--html", help="also write the report as a self-contained HTML file")] = None,
 ) -> None:
     """Show one diagnosis report."""
     d = _resolve_diag(diag_id, kb)
+    if html is not None:
+        from l4.cli import write_html_report
+        from l4.htmlreport import check_writable
+
+        problem = check_writable(html)
+        if problem:
+            raise KBError(problem)
+        rep = dict(d["report"]) if isinstance(d["report"], dict) else {}
+        rep.setdefault("diagnosis_id", d["id"])
+        write_html_report(rep, html, diagnosis=d)
     if fmt == Fmt.json:
         _print_json(d)
         return

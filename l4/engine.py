@@ -12,6 +12,7 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from l4.chartdata import attach_healthy_band, healthy_durations
 from l4.crossjob import (
     CrossJobResult,
     EventStat,
@@ -161,6 +162,7 @@ def diagnose(
     t_parse = time.perf_counter()
     report = analyze_job(failed, stats, baseline_jobs=names, pool_used=pool_used,
                          timeline=timeline)
+    attach_healthy_band(report, healthy_durations(parsed_baselines))
     t_end = time.perf_counter()
     report["timing"] = {
         "scan_s": round(t_scan - t0, 3),

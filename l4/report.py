@@ -15,6 +15,7 @@ from __future__ import annotations
 import io
 import math
 
+from l4.chartdata import build_charts
 from l4.crossjob import CrossJobResult
 from l4.indicators import Indicator
 from l4.merge import ParsedJob
@@ -32,7 +33,7 @@ def _num(x: float) -> float:
 def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
                  temporal: TemporalResult, events: list[Indicator]) -> dict:
     """Assemble the contract dict (root causes are added by the knowledge base)."""
-    return {
+    report = {
         "schema": SCHEMA_VERSION,
         "job_id": job.job_id,
         "config_id": job.config_id,
@@ -69,6 +70,14 @@ def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             "kept_events": int(cross.kept.sum()),
         },
     }
+    # what the HTML report draws; a picture must never cost the diagnosis itself
+    try:
+        report["charts"] = build_charts(job, cross, ranked, temporal.marker_template,
+                                        temporal.stage, temporal.iterations, events)
+    except Exception as exc:  # noqa: BLE001
+        report["charts"] = {}
+        report["warnings"].append(f"chart data unavailable: {type(exc).__name__}: {exc}")
+    return report
 
 
 #: how each piece of node evidence (``l4.spatial``) reads in the text report

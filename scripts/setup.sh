@@ -10,6 +10,20 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 PIP="$VENV/bin/python -m pip"
 stamp="$VENV/.l4-installed"
+# Headless Chromium for the HTML report's browser tests (tests/test_html_browser.py), from
+# Debian's packages where this can install them (root and apt-get); elsewhere those tests
+# skip.  L4_NO_APT=1 skips the attempt.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1 && [ -z "${L4_NO_APT:-}" ]; then
+    echo "setup: installing chromium (Debian package) for the browser tests" >&2
+    if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium; } \
+        >/dev/null 2>&1; then
+      echo "setup: chromium could not be installed; the browser tests will skip" >&2
+    fi
+  else
+    echo "setup: chromium not found; the browser tests will skip (apt-get install chromium)" >&2
+  fi
+fi
 if [ -f "$stamp" ] && [ "$stamp" -nt pyproject.toml ] && [ "$stamp" -nt scripts/setup.sh ]; then
   exit 0
 fi
