@@ -409,7 +409,7 @@ def make_case(out: Path, set_name: str, seed: int) -> dict:
         shutil.copytree(b, dst)
     stage, has_iter, _ = FAULTS[inj.kind]
     truth = extract_truth(case / "failed", kind=inj.kind, culprit=hosts[inj.node],
-                          hosts=hosts, at_iter=inj.at_iter)
+                          hosts=hosts, at_iter=inj.at_iter, local_rank=inj.local_rank)
     truth.update({
         "job_id": job_id, "config_id": cfg.config_id, "framework": cfg.framework, "seed": seed,
         "n_nodes": len(hosts),
@@ -507,6 +507,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="(re)generate only this case (case-<seed> or a seed); repeatable")
     ap.add_argument("--list", action="store_true", help="print the plan and exit")
     ap.add_argument("--check", action="store_true", help="check the generated cases under --out and exit")
+    ap.add_argument("--retruth", action="store_true",
+                    help="re-derive indicators and symptoms of existing cases from their logs (no runs)")
     args = ap.parse_args(argv)
     base = SETS[args.set]
     seeds = [int(c.removeprefix("case-")) for c in args.case] or list(range(base, base + args.cases))
@@ -519,6 +521,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.out is None:
         ap.error("--out is required")
+    if args.retruth:
+        for s in seeds:
+            tp = args.out / f"case-{s}" / "truth.json"
+            if tp.exists():
+                t = json.loads(tp.read_text())
+                inj = t["injection"]
+                hosts = sorted(p.stem for p in (tp.parent / "failed" / "logs").glob("*.log"))
+                t.update(extract_truth(tp.parent / "failed", kind=inj["kind"], culprit=t["faulty_nodes"][0],
+                                       hosts=hosts, at_iter=inj["at_iter"], local_rank=inj["local_rank"]))
+                tp.write_text(json.dumps(t, indent=1) + "\n")
+                print(f"case-{s}: indicators={len(t['indicators'])} symptoms={len(t['symptoms'])}")
+        return 0
     if args.check:
         bad = 0
         for s in seeds:

@@ -78,11 +78,44 @@ def _read_lines(path: Path) -> list[str]:
 def _split(line: str) -> tuple[str, str]:
     m = _PREFIX.match(line)
     pre = m.group(1) if m else ""
-    return pre, line[len(pre):]
+    # the stream is who printed the line ("[default0]:[rank0]:"), whatever space follows
+    return re.sub(r"\s", "", pre), line[len(pre):]
 
 
-def classify_file(lines: list[str], *, culprit: bool, kind: str) -> list[tuple[int, str, str]]:
-    """(line number, role, kind) for every indicator / symptom line of one node's log."""
+_SILENT = {"hang", "sigstop", "node_down", "straggler"}  # faults that print nothing themselves
+_WORKER_EXIT = re.compile(r"failed \(exitcode: (-?\d+)\) local_rank: (\d+) ")
+_ROOT_CAUSE = re.compile(r"^Root Cause \(first observed failure\)")
+_EXITCODE = re.compile(r"^\s*exitcode\s*:\s*(-?\d+) ")
+
+
+def _launcher_report(lines: list[str], local_rank: int) -> list[int]:
+    """The culprit launcher's own report of the faulty worker's exit: its "failed
+    (exitcode: N) local_rank: R" line and the exit code under "Root Cause".  When the
+    worker's output is filtered (``--local-ranks-filter``) this is all the node says."""
+    out, in_root = [], False
+    for no, raw in enumerate(lines, 1):
+        body = _split(raw)[1]
+        m = _WORKER_EXIT.search(body)
+        if m and int(m.group(2)) == local_rank and m.group(1) != "-15":
+            out.append(no)
+        if _ROOT_CAUSE.search(body):
+            in_root = True
+        elif in_root:
+            e = _EXITCODE.search(body)
+            if e:
+                if e.group(1) != "-15":
+                    out.append(no)
+                in_root = False
+    return out
+
+
+def classify_file(lines: list[str], *, culprit: bool, kind: str,
+                  local_rank: int | None = None) -> list[tuple[int, str, str]]:
+    """(line number, role, kind) for every indicator / symptom line of one node's log.
+
+    On the culprit, a fault that prints something but whose text never reached the file
+    (the faulty rank's output filtered away) is indicated by the launcher's report of
+    that worker's exit (``local_rank`` names the worker)."""
     ind = INDICATORS[kind]
     key = KEY_FRAMES.get(kind)
     out: dict[int, tuple[str, str]] = {}
@@ -124,11 +157,15 @@ def classify_file(lines: list[str], *, culprit: bool, kind: str) -> list[tuple[i
             out[no] = ("symptoms", "peer_error")
         elif TEARDOWN.search(body):
             out[no] = ("symptoms", "launcher_teardown")
-    # an indicator's key frame is evidence even when the block was first marked context
+    if (culprit and kind not in _SILENT and local_rank is not None
+            and not any(role == "indicators" for role, _ in out.values())):
+        for no in _launcher_report(lines, local_rank):
+            out[no] = ("indicators", f"{kind}_worker_exit")
     return sorted((no, role, k) for no, (role, k) in out.items())
 
 
-def extract_truth(job_dir: Path, *, kind: str, culprit: str, hosts: list[str], at_iter: int | None) -> dict:
+def extract_truth(job_dir: Path, *, kind: str, culprit: str, hosts: list[str], at_iter: int | None,
+                  local_rank: int | None = None) -> dict:
     """``indicators`` and ``symptoms`` of a failed real run, in :mod:`l4.simulate`'s format."""
     indicators, symptoms = [], []
     for host in hosts:
@@ -136,6 +173,7 @@ def extract_truth(job_dir: Path, *, kind: str, culprit: str, hosts: list[str], a
         path = job_dir / rel
         if not path.exists():
             continue
-        for no, role, k in classify_file(_read_lines(path), culprit=host == culprit, kind=kind):
+        for no, role, k in classify_file(_read_lines(path), culprit=host == culprit, kind=kind,
+                                         local_rank=local_rank):
             (indicators if role == "indicators" else symptoms).append({"file": rel, "line": no, "kind": k})
     return {"indicators": indicators, "symptoms": symptoms}
