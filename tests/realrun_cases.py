@@ -26,3 +26,11 @@ def unpack(name: str, dest: Path) -> tuple[Path, dict]:
         tar.extractall(dest, filter="data")
     case = dest / name
     return case, json.loads((case / "truth.json").read_text())
+
+
+def truth_of(name: str) -> dict:
+    """A fixture's truth without unpacking its logs (used to choose tests at collection)."""
+    with tarfile.open(FIXTURES / f"{name}.tar.xz", "r:xz") as tar:
+        fh = tar.extractfile(f"{name}/truth.json")
+        assert fh is not None
+        return json.loads(fh.read())
