@@ -46,7 +46,7 @@ INDICATORS: dict[str, re.Pattern] = {
 KEY_FRAMES: dict[str, re.Pattern] = {
     "ckpt_enospc": re.compile(r"torch\.save\(|_save\(|zipfile\.write_record"),
     "final_save_fail": re.compile(r"torch\.save\("),
-    "truncated_ckpt": re.compile(r"torch\.load\(|_open_zipfile_reader|super\(\)\.__init__\(torch\._C\.PyTorchFileReader"),
+    "truncated_ckpt": re.compile(r"torch\.load\(|_open_zipfile_reader|PyTorchFileReader"),
 }
 
 PEER = re.compile(
@@ -141,8 +141,15 @@ def classify_file(lines: list[str], *, culprit: bool, kind: str,
                 out[no] = ("indicators", kind)
             continue
         if stream in blocks and _FINAL.search(body):
-            # the final line of a traceback that is not the fault's own: a consequence
             blk = blocks.pop(stream)
+            if culprit and key is not None and any(out.get(b) == ("indicators", kind) for b in blk):
+                # the exception raised inside the failing call (torch.load of a truncated
+                # file says "OSError: [Errno 22] Invalid argument" on torch 2.13)
+                out[no] = ("indicators", kind)
+                for b in blk:
+                    out.setdefault(b, ("indicators", f"{kind}:context"))
+                continue
+            # the final line of a traceback that is not the fault's own: a consequence
             if TEARDOWN.search(body):
                 k2 = "launcher_teardown"
             else:
