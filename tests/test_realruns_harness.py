@@ -158,3 +158,13 @@ def test_accuracy_scores_real_run_fixtures_with_the_same_table(tmp_path: Path, c
         for item in t["indicators"] + t["symptoms"]:
             lines = (tmp_path / n / "failed" / item["file"]).read_text().split("\n")
             assert 1 <= item["line"] <= len(lines) and lines[item["line"] - 1].strip()
+
+
+def test_the_generic_profile_ranks_markers_and_knows_its_resume_lines() -> None:
+    """Plain torchrun jobs get the generic profile: its resume rules once landed in
+    ``own_markers`` (a positional slip) and every marker ranking then raised TypeError."""
+    from l4.profiles import load_profiles
+
+    generic = load_profiles()["generic"]
+    assert generic.own_markers == 0 and generic.resume
+    assert generic.marker_rank("iter <*>/<*> loss=<*>") in (0, 1)
