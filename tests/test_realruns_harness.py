@@ -58,10 +58,11 @@ def test_dev_and_heldout_share_no_host_names_and_no_configuration() -> None:
     assert make_runs.plan_case("dev", 7) == make_runs.plan_case("dev", 7)
 
 
-def test_a_seed_outside_the_set_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+@pytest.mark.parametrize(("case", "says"), [("9001", "not in the dev set"), ("case-x", "expected case-<seed>")])
+def test_a_bad_case_name_is_refused_in_one_line(case: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
-        make_runs.main(["--set", "dev", "--out", "/nonexistent/x", "--case", "9001"])
-    assert "not in the dev set" in capsys.readouterr().err
+        make_runs.main(["--set", "dev", "--out", "/nonexistent/x", "--case", case])
+    assert says in capsys.readouterr().err
 
 
 # lines printed by real runs (torch 2.13, gloo, torchrun), as they appeared in the logs

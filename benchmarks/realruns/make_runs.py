@@ -522,7 +522,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="re-derive indicators and symptoms of existing cases from their logs (no runs)")
     args = ap.parse_args(argv)
     base = SETS[args.set]
-    seeds = [int(c.removeprefix("case-")) for c in args.case] or list(range(base, base + args.cases))
+    try:
+        seeds = [int(c.removeprefix("case-")) for c in args.case] or list(range(base, base + args.cases))
+    except ValueError:
+        ap.error(f"--case: expected case-<seed> or a seed, got {args.case!r}")
     if args.list:
         for s in seeds:
             cfg, inj = plan_case(args.set, s)

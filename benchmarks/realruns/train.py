@@ -135,7 +135,7 @@ def kill_node() -> None:
     os.kill(os.getpid(), signal.SIGKILL)
 
 
-def inject(kind: str, it: int, loader_iter, out: Out) -> None:
+def inject(kind: str, loader_iter) -> None:
     """Faults that happen inside the training loop, at the start of iteration ``it``."""
     if kind == "sigkill":
         os.kill(os.getpid(), signal.SIGKILL)
@@ -236,7 +236,7 @@ def main() -> int:
         if mine and fault == "straggler" and it >= fault_at:
             slow = 1.5
         if mine and it == fault_at and fault not in ("straggler", "nan"):
-            inject(fault, it, loader_iter, out)
+            inject(fault, loader_iter)
         try:
             x, y = next(loader_iter)
         except StopIteration:
