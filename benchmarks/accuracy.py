@@ -5,6 +5,12 @@ Usage::
     python benchmarks/accuracy.py [--jobs 40] [--seeds A..B] [--held-out] [--out DIR]
                                   [--json] [--verbose] [--baselines-only] [--workers N]
                                   [--oddities]
+    python benchmarks/accuracy.py --cases DIR [--json] [--verbose]
+
+``--cases DIR`` scores pre-generated cases instead of simulating them: every
+``DIR/case-*/`` holding ``truth.json``, ``failed/`` and the baselines that ``truth.json``
+names (the layout ``l4 simulate`` writes), e.g. the real torchrun runs of
+``benchmarks/realruns/make_runs.py``.  Same scoring, same baselines, same table.
 
 Each seed gives one case (:func:`l4.simulate.simulate_case`): a failed job, successful
 baseline jobs of the same configuration and ``truth.json``.  Framework, scale and fault
@@ -264,9 +270,9 @@ def _fmt(v) -> str:
     return "-" if v is None else f"{v:.3f}"
 
 
-def render_table(table: dict[str, dict], n_jobs: int) -> str:
+def render_table(table: dict[str, dict], n_jobs: int, what: str = "simulated") -> str:
     head = f"{'method':<18}" + "".join(f"{c:>10}" for c in COLS)
-    lines = [f"accuracy over {n_jobs} simulated failed jobs", head, "-" * len(head)]
+    lines = [f"accuracy over {n_jobs} {what} failed jobs", head, "-" * len(head)]
     for row in ROWS:
         if row not in table:
             continue
@@ -319,12 +325,61 @@ def misses(results: list[dict]) -> list[str]:
     return out
 
 
+def per_case(results: list[dict]) -> list[str]:
+    """One line per case: truth against l4's answer (node top-1, stage, first iterations)."""
+    out = []
+    for r in results:
+        m = r.get("l4")
+        if m is None:
+            continue
+        node = m["nodes"][0] if m["nodes"] else None
+        its = m["iterations"][:3]
+        marks = ["node" if node in r["truth_nodes"] else "NODE",
+                 "stage" if m["stage"] == r["truth_stage"] else "STAGE"]
+        if r["truth_iteration"] is not None:
+            marks.append("iter" if r["truth_iteration"] in its else "ITER")
+        out.append(f"{r['case']:<11} {r['fault']:<18} truth {','.join(r['truth_nodes']):<14} "
+                   f"{r['truth_stage']:<14} it={r['truth_iteration']!s:<5}| l4 {node!s:<14} {m['stage']!s:<14} "
+                   f"it={its} [{' '.join(marks)}]" + (f" {m['error']}" if m.get("error") else ""))
+    return out
+
+
 def parse_seeds(text: str) -> list[int]:
     """``"A..B"`` (inclusive) or ``"1,5,9"``."""
     if ".." in text:
         a, b = text.split("..", 1)
         return list(range(int(a), int(b) + 1))
     return [int(x) for x in text.split(",") if x.strip()]
+
+
+def load_cases(root: Path) -> list[tuple[Path, dict]]:
+    """(case dir, truth) of every pre-generated case under ``root``, in seed order.
+
+    Raises :class:`ValueError` with a one-line reason when there is nothing to score or a
+    case is incomplete, so a half-copied benchmark is never scored silently."""
+    if not root.is_dir():
+        raise ValueError(f"{root} is not a directory")
+    found = []
+    for case in root.iterdir():
+        tp = case / "truth.json"
+        if not case.is_dir() or not tp.is_file():
+            continue
+        try:
+            truth = json.loads(tp.read_text())
+        except (OSError, ValueError) as exc:
+            raise ValueError(f"{tp}: unreadable truth ({exc})") from exc
+        missing = [d for d in ["failed", *truth.get("baselines", [])] if not (case / d).is_dir()]
+        if missing:
+            raise ValueError(f"{case}: missing {', '.join(missing)}")
+        found.append((case, truth))
+    if not found:
+        raise ValueError(f"no case directories with a truth.json under {root}")
+
+    def order(item: tuple[Path, dict]) -> tuple[int, str]:
+        tail = item[0].name.rsplit("-", 1)[-1]
+        return (int(tail), "") if tail.isdigit() else (1 << 62, item[0].name)
+
+    return sorted(found, key=order)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -335,18 +390,31 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, help="keep the generated cases here (default: a temp dir)")
     ap.add_argument("--json", action="store_true", help="print the metrics as JSON instead of a table")
     ap.add_argument("--verbose", action="store_true", help="also list l4's misses")
+    ap.add_argument("--per-case", action="store_true", help="also print truth against l4's answer per case")
     ap.add_argument("--baselines-only", action="store_true", help="score only the baselines")
     ap.add_argument("--workers", type=int, default=None, help="processes for case generation")
     ap.add_argument("--oddities", action="store_true",
                     help="add collector oddities (CRLF, bad UTF-8, huge lines...) to the failed jobs")
+    ap.add_argument("--cases", type=Path, metavar="DIR",
+                    help="score the pre-generated cases DIR/case-*/ (e.g. real torchrun runs) instead of simulating")
     args = ap.parse_args(argv)
+    if args.cases is not None and (args.seeds or args.held_out or args.out or args.oddities):
+        ap.error("--cases scores existing cases: it takes no --seeds, --held-out, --out or --oddities")
     # one fresh template store for the whole run: what a new installation would see, and
     # never the user's own store
     os.environ.setdefault(
         "L4_TEMPLATES", os.path.join(tempfile.mkdtemp(prefix="l4-accuracy-templates-"), "t.store")
     )
 
-    if args.seeds:
+    cases = None
+    if args.cases is not None:
+        try:
+            cases = load_cases(args.cases)
+        except ValueError as exc:
+            print(f"error: --cases: {exc}", file=sys.stderr)
+            return 2
+        seeds = [t.get("seed", i) for i, (_, t) in enumerate(cases)]
+    elif args.seeds:
         try:
             seeds = parse_seeds(args.seeds)
         except ValueError:
@@ -367,17 +435,19 @@ def main(argv: list[str] | None = None) -> int:
 
     tmp = None
     out = args.out
-    if out is None:
+    if out is None and cases is None:
         tmp = tempfile.mkdtemp(prefix="l4-accuracy-")
         out = Path(tmp)
     try:
         t0 = time.perf_counter()
-        truths = simulate_suite(out, seeds, workers=args.workers, oddities=args.oddities)
+        if cases is None:
+            truths = simulate_suite(out, seeds, workers=args.workers, oddities=args.oddities)
+            cases = [(out / f"case-{seed}", truth) for seed, truth in zip(seeds, truths, strict=True)]
         t_gen = time.perf_counter() - t0
         results = []
         t0 = time.perf_counter()
-        for seed, truth in zip(seeds, truths, strict=True):
-            results.append(evaluate_case(out / f"case-{seed}", truth, diagnose))
+        for case, truth in cases:
+            results.append(evaluate_case(case, truth, diagnose))
         t_eval = time.perf_counter() - t0
         table = aggregate(results)
         if args.json:
@@ -387,17 +457,24 @@ def main(argv: list[str] | None = None) -> int:
                               "by_category": {k: aggregate([r for r in results if r["category"] == k])
                                               for k in sorted({r["category"] for r in results})},
                               "misses": misses(results) if args.verbose else None,
+                              "per_case": results if args.per_case else None,
                               "seconds": {"generate": t_gen, "evaluate": t_eval}}, indent=1))
         else:
-            print(render_table(table, len(results)))
+            print(render_table(table, len(results), "simulated" if args.cases is None else "pre-generated"))
             print()
-            for line in breakdown(results, "framework") + breakdown(results, "category"):
+            keys = ("framework", "category") if args.cases is None else ("fault", "category")
+            for line in [ln for k in keys for ln in breakdown(results, k)]:
                 print(line)
+            if args.per_case:
+                print("\nper case (capitals = l4 wrong):")
+                for line in per_case(results):
+                    print("  " + line)
             if args.verbose:
                 print("\nmisses (l4):")
                 for line in misses(results):
                     print("  " + line)
-            print(f"\n(seeds {seeds[0]}..{seeds[-1]}; generated in {t_gen:.1f}s, evaluated in {t_eval:.1f}s"
+            where = f"cases in {args.cases}" if args.cases is not None else f"seeds {seeds[0]}..{seeds[-1]}"
+            print(f"\n({where}; generated in {t_gen:.1f}s, evaluated in {t_eval:.1f}s"
                   + (f"; cases kept in {out}" if args.out else "") + ")")
     finally:
         if tmp is not None:
