@@ -12,6 +12,8 @@ end began.
 from __future__ import annotations
 
 import math
+import re
+from collections.abc import Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,9 +41,14 @@ class Counter:
     step: float
 
 
-def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None]) -> Counter | None:
-    """The iteration counter of a job, or ``None`` when nothing counts steps."""
-    marker = choose_marker(job, profile, stages)
+def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
+                 known: Collection[int] = ()) -> Counter | None:
+    """The iteration counter of a job, or ``None`` when nothing counts steps.
+
+    ``known``: template-store ids of the counters healthy runs of the same configuration
+    advanced (``l4.phases.Timeline.counters``).
+    """
+    marker = choose_marker(job, profile, stages, known)
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
@@ -52,14 +59,18 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None]) -> 
     return Counter(marker, cols, tracks, step)
 
 
-def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) -> int | None:
+def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
+                  known: Collection[int] = ()) -> int | None:
     """The event column that counts iterations.
 
-    The framework's own iteration line first, then any line the generic rules call an
-    iteration line, then the counter that counted the most distinct steps on one node.
-    Distinct steps, not lines: eight local ranks printing "[Rank 3] (after 1000
-    iterations)" once each make a counter of ranks, not of progress.
+    The line that counted steps in healthy runs of the same configuration first (``known``:
+    it counts even when the job died after two steps), then the framework's own iteration
+    line, then any line the generic rules call an iteration line, then the counter that
+    counted the most distinct steps on one node.  Distinct steps, not lines: eight local
+    ranks printing "[Rank 3] (after 1000 iterations)" once each make a counter of ranks,
+    not of progress.
     """
+    known = set(known)
     score: dict[int, int] = {}
     values: dict[int, list[set]] = {}
     for mk in job.markers:
@@ -72,12 +83,15 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None]) ->
     for c, sets in values.items():
         # a line the framework profile knows needs three steps to count; an inferred
         # counter needs five, and must not be the printing rank's number
+        if job.event_ids[c] in known:
+            continue
         weak = score[c] < (3 if profile.marker_rank(job.templates[c]) == 2 else 5)
         if weak or _counts_ranks(sets):
             del score[c]
     if not score:
         return None
-    return max(score, key=lambda c: (profile.marker_rank(job.templates[c]), score[c], -c))
+    return max(score, key=lambda c: (job.event_ids[c] in known,
+                                     profile.marker_rank(job.templates[c]), score[c], -c))
 
 
 def _counts_ranks(per_node: list[set]) -> bool:
@@ -332,38 +346,80 @@ def _slow_to_the_end(nums: np.ndarray, ts: np.ndarray, start: float) -> bool:
 def iteration_at(job: ParsedJob, counter: Counter, r: int, point: tuple[int, int | None, float],
                  cross: CrossJobResult) -> float | None:
     """Number of the iteration in progress at node ``r``'s failure point ``point``
-    (``l4.onset.onset``)."""
-    tracks, step = counter.tracks, counter.step
-    pos, _, t0 = point
-    if r in tracks:
-        tpos, tnum, _ = tracks[r]
-        done = tnum[tpos < pos]
-        done = done[~np.isnan(done)]
-        if done.size:
-            return float(done[-1] + step)
-        if tnum.size:
-            return float(np.nanmin(tnum))
+    (``l4.onset.onset``).
+
+    From the node's own counter lines; from the pack's when it prints none, or when the
+    pack had completed one or two more (a node that is killed loses the output it had not
+    flushed, while peers held in step by collectives logged on).  An error that names the
+    iteration it failed in ("Loss is nan at iteration 44") has the last word.
+    """
+    own = _own_progress(counter, r, point[0])
+    pack = _pack_progress(job, counter, r, point[2], cross)
+    current = own
+    if own is None or (pack is not None and own < pack <= own + 2 * counter.step):
+        current = pack
+    named = _named_iteration(job, cross, r, current, counter.step)
+    return named if named is not None else current
+
+
+def _own_progress(counter: Counter, r: int, pos: int) -> float | None:
+    if r not in counter.tracks:
         return None
-    # the culprit prints no counter (e.g. only the last rank does): the pack's progress.
-    # Collectives keep ranks in step, so the iterations a counting node completed before
-    # its own trouble began are the ones the job completed; that needs no clocks, which
-    # disagree between nodes by seconds (an iteration or two).  Clocks only when the
-    # counting node's own log cannot tell.
-    if not tracks:
-        return None
+    tpos, tnum, _ = counter.tracks[r]
+    done = tnum[tpos < pos]
+    done = done[~np.isnan(done)]
+    if done.size:
+        return float(done[-1] + counter.step)
+    if tnum.size and not np.isnan(tnum).all():
+        return float(np.nanmin(tnum))
+    return None
+
+
+def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
+                   cross: CrossJobResult) -> float | None:
+    """The iteration the other counting nodes were in when their own trouble began.
+
+    Collectives keep ranks in step, so the iterations a counting node completed before its
+    own trouble began are the ones the job completed; that needs no clocks, which disagree
+    between nodes by seconds (an iteration or two).  Clocks only when the counting node's
+    own log cannot tell.
+    """
     best = None
-    for i, (tpos, tnum, tts) in tracks.items():
+    for i, (tpos, tnum, tts) in counter.tracks.items():
+        if i == r:
+            continue
         ok = ~np.isnan(tnum)
         if not ok.any():
             continue
         p_i, _, _ = onset(job, cross, i)
         done = tnum[ok & (tpos < p_i)]
         if done.size:
-            cand = float(done[-1] + step)
+            cand = float(done[-1] + counter.step)
         elif not math.isnan(t0) and (~np.isnan(tts)).any():
             after = tnum[ok & (tts > t0)]
-            cand = float(after[0]) if after.size else float(tnum[ok][-1] + step)
+            cand = float(after[0]) if after.size else float(tnum[ok][-1] + counter.step)
         else:
             cand = float(tnum[ok][0])
         best = cand if best is None else min(best, cand)
     return best
+
+
+_NAMES_ITERATION = re.compile(r"\b(?:iter(?:ation)?|step|batch)\b\s*[:=#]?\s*(\d+)\b", re.I)
+
+
+def _named_iteration(job: ParsedJob, cross: CrossJobResult, r: int, current: float | None,
+                     step: float) -> float | None:
+    """The iteration node ``r``'s first errors name, when it is near the one the counter
+    says was in progress (a number far from it is something else: a retry count)."""
+    if current is None:
+        return None
+    anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
+    for c in sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:6]:
+        ex = job.examples[r].get(c)
+        if ex is None:
+            continue
+        for m in _NAMES_ITERATION.finditer(ex[1]):
+            n = float(m.group(1))
+            if abs(n - current) <= 2 * step:
+                return n
+    return None

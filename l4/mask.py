@@ -97,11 +97,20 @@ def strip_prefix(line: str) -> str:
 _CONT_RE = re.compile(r"^(?:\s+File \"|\s{4,}\S|\t+\S|\s*[~^]{3,}\s*$|frame #\d+: )")
 
 
+#: an exception line, however indented: a child's traceback quoted inside a launcher's
+#: error summary ("  traceback : Traceback ..." then "  RuntimeError: DataLoader worker
+#: ... is killed") ends with the line that says what went wrong
+_INDENTED_EXCEPTION_RE = re.compile(
+    r"^\s+(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:")
+
+
 def is_continuation(line: str) -> bool:
     """A line that continues the record above it: Python traceback frames and their code
     lines (indented), caret markers, C++ ``frame #N:`` stack lines.  A single leading space
-    is not enough (Megatron's iteration lines start with one)."""
-    return bool(_CONT_RE.match(_strip_who_when(line)))
+    is not enough (Megatron's iteration lines start with one), and an exception line is a
+    record of its own even when indented: it is the informative end of a traceback."""
+    text = _strip_who_when(line)
+    return bool(_CONT_RE.match(text)) and not _INDENTED_EXCEPTION_RE.match(text)
 
 
 def mask_line(line: str) -> str:

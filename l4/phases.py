@@ -44,6 +44,7 @@ class Timeline:
     templates: dict[int, str] = field(default_factory=dict)
     share: dict[int, float] = field(default_factory=dict)  # of healthy nodes printing it
     named: dict[int, str] = field(default_factory=dict)  # start-up stage its own words name
+    counters: set[int] = field(default_factory=set)  # what counted the healthy runs' steps
     jobs: int = 0
 
     def relabel(self, job: ParsedJob, stages: list[str | None]) -> list[str | None]:
@@ -118,6 +119,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     rule: dict[int, str | None] = {}
     text: dict[int, str] = {}
     used = 0
+    counted: set[int] = set()
     pending: list[tuple[ParsedJob, int]] = []  # nodes that print no counter of their own
     for job in jobs:
         profile = choose_profile(job.templates, job.framework)
@@ -126,6 +128,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
         if counter is None or not counter.tracks:
             continue
         used += 1
+        counted.update(int(job.event_ids[c]) for c in counter.cols)
         for c, cid in enumerate(job.event_ids):
             rule.setdefault(cid, stages[c])
             text.setdefault(cid, job.templates[c])
@@ -148,7 +151,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             _vote(job, r, (start, int(job.n_records[r])), votes, places)
     if not used:
         return None
-    tl = Timeline(jobs=used)
+    tl = Timeline(jobs=used, counters=counted)
     nodes = sum(job.n_nodes for job in jobs)
     for cid, v in votes.items():
         tl.share[cid] = sum(v.values()) / max(nodes, 1)

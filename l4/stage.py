@@ -13,6 +13,7 @@ end of training.
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 
@@ -92,14 +93,10 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
     first_errs = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:6]
     progressed = _progressed(job, cross, counter.marker if counter else None)
-    hinted = None
-    for c in first_errs:
-        ex = job.examples[r].get(c)
-        text = job.templates[c] + "\n" + "\n".join(ex[2] if ex else [])
-        hinted = profile.hint_of(text)
-        if hinted:
-            break
-    if hinted and not (progressed and hinted in EARLY):
+    hinted = _error_hint(job, profile, r, first_errs)
+    if hinted in EARLY and progressed:
+        hinted = None  # training had begun: no start-up stage comes back
+    if hinted:
         stage = hinted
     if timeline is not None and hinted is None and not progressed:
         # no iteration had completed anywhere: where in the healthy start-up did it stop?
@@ -117,11 +114,12 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         stage is None or (stage == "training" and timed not in EARLY)
     ):
         timed = None
-    if hinted is None and timed is not None and not (
-        stage not in EARLY and stage is not None and timed in EARLY
+    if hinted is None and timed is not None and (
+        stage in (None, "training") or (stage in EARLY and timed in EARLY)
     ):
         # the job-wide latest stage transition before the failure (rank 0 announces saves,
-        # the last rank iterations, the culprit maybe nothing at all).  Start-up stages
+        # the last rank iterations, the culprit maybe nothing at all).  A save, evaluation
+        # or end the culprit announced itself stands.  Start-up stages
         # print few timestamps, so between two of them the one the job reaches later wins
         if stage in EARLY and timed in EARLY:
             order = _startup_order(job, stages)
@@ -141,6 +139,28 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if stage == "checkpointing" and _final_save(job, stages):
         stage = "finalization"
     return stage, hinted
+
+
+#: a traceback frame inside an installed library or the interpreter: how the code got
+#: there (torch.load serves data and weights alike), not what the program was doing
+_LIBRARY_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages|/lib/python\d|<frozen )')
+
+
+def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> str | None:
+    """The stage the first errors of node ``r`` name: by their own words and the program's
+    own traceback frames first ("ds = ShardDataset(shard)" is data loading, whatever
+    ``torch.load`` inside it says), then the library frames below them."""
+    library: str | None = None
+    for c in cols:
+        ex = job.examples[r].get(c)
+        ctx = ex[2] if ex else []
+        own = [job.templates[c]] + [f for f in ctx if not _LIBRARY_FRAME.search(f)]
+        hint = profile.hint_of("\n".join(own))
+        if hint:
+            return hint
+        if library is None:
+            library = profile.hint_of("\n".join(ctx))
+    return library
 
 
 def _startup_bracket(timeline: Timeline, job: ParsedJob, r: int,
