@@ -14,7 +14,7 @@ def test_masks_training_log_variables():
     for leaked in ("0x55d5", "10.0.3.17", "/data/ckpt", "4096", "gpu-node-17", "2024", "rank3"):
         assert leaked not in masked
     assert masked.startswith("NCCL INFO comm <HEX> rank <*> nranks <*>")
-    assert "<IP>" in masked and "<PATH>" in masked and "<SHAPE>" in masked and "<HOST>" in masked
+    assert "via <ADDR> file <PATH>" in masked and "<SHAPE>" in masked and "on <HOST>" in masked
 
 
 def test_prefixes_are_not_part_of_the_message():
