@@ -43,15 +43,16 @@ _LEAD_TS_RE = re.compile(
 
 _MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 _WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
-#: top-level domains common enough that a dotted name ending in one is a host name (country
-#: codes that are also source-file suffixes -- .py .sh .so .pt .rs .md .cc -- are left out)
-_TLD = (r"(?:com|net|org|edu|gov|mil|int|info|biz|io|ai|cn|hk|jp|kr|tw|sg|uk|de|fr|nl|ru"
-        r"|eu|au|ca|br|local|localdomain|internal|lan|arpa)")
+#: top-level domains common enough that a dotted name ending in one is a host name.  Left
+#: out: country codes that are source-file suffixes (.py .sh .so .pt .rs .md .cc) and names
+#: that end Python attributes (torch.int, logging.info, threading.local)
+_TLD = (r"(?:com|net|org|edu|gov|mil|biz|io|ai|cn|hk|jp|kr|tw|sg|uk|de|fr|nl|ru"
+        r"|eu|au|ca|br|localdomain|internal|arpa)")
 #: one DNS label: letters, digits, dashes (no leading dash)
 _LABEL = r"[A-Za-z\d](?:[A-Za-z\d\-]*[A-Za-z\d])?"
 #: a host name: dotted labels ending in a known TLD, or any dotted/dashed name with a
 #: number in a dashed part (node-17, gpu-a100-03.cluster, ip-10-0-3-7.ec2)
-_HOSTNAME = (rf"(?:{_LABEL}\.)+{_TLD}(?![\w\-])"
+_HOSTNAME = (rf"(?:{_LABEL}\.)+{_TLD}(?![\w\-]|\.\w)"
              # any name of three or more labels in front of a port (not file.py:12)
              rf"|(?:{_LABEL}\.){{2,}}[A-Za-z]{{2,}}(?=:\d)"
              r"|[A-Za-z][\w]*(?:-[\w]+)*-\d+[\w]*(?:\.[A-Za-z][\w\-]*)+(?![\w\-])")
@@ -99,7 +100,7 @@ _RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"(?<![\w.])\d+(?:\.\d+)? ?(?:[KMGTP]i?B|[kmgt]b|bytes?|B)(?![\w])"), "<SIZE>"),
     (re.compile(r"<SIZE> \(<SIZE>(?:, <SIZE>)*\)"), "<SIZE>"),
     (re.compile(r"(?<![\w.])[<>~]?\d+(?:\.\d+)? ?(?:ns|us|µs|ms|s|secs?|seconds?|mins?|minutes?"
-                r"|h|hrs?|hours?|days?)(?![\w])"), "<DUR>"),
+                r"|h|hrs?|hours?|days?|(?:milli|micro|nano)seconds?)(?![\w])"), "<DUR>"),
     # tensor shapes torch.Size([4096, 1024]) / [4096, 1024] / (8, 512)
     (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>"),
     (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>"),
