@@ -27,7 +27,7 @@ _WHO_RE = re.compile(
     r"^(?:"
     r"\[(?:rank|default)\d+\]:"
     r"|\s*\d+: "
-    r"|[A-Za-z][\w.]*-[\w.\-]*\d[\w.\-]*: "
+    r"|[A-Za-z][\w.]*-(?=[\w.\-]*\d)[\w.\-]*+: "
     r"|(?!(?:epoch|step|iter|iteration|batch|layer|loss|stage|phase|round|part|test)\d)"
     r"[a-z][a-z]*\d[a-z\d]*(?:\.[a-z][\w\-]*)*: "
     r"|\[\d+,\d+\]<std(?:out|err)>:"
@@ -61,6 +61,7 @@ _IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
 
 
 def _host_or_address(m: re.Match[str]) -> str:
+    """A host name followed by a port is an address; on its own it is a host."""
     return "<ADDR>" if m.group(1) else "<HOST>"
 
 
@@ -70,7 +71,7 @@ _ISO_TS_RE = re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z
 #: (pattern, replacement, a substring the pattern cannot match without: skip it when absent)
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | None]] = [
     # URLs first: their host, port and path are one value (scheme://anything up to a space)
-    (re.compile(r"\b[A-Za-z][A-Za-z\d+.\-]*://[^\s\"'<>()\[\]{},;]+"), "<URL>", "://"),
+    (re.compile(r"(?<![\w+.\-])[A-Za-z][A-Za-z\d+.\-]*://[^\s\"'<>()\[\]{},;]+"), "<URL>", "://"),
     # glog/c10 level prefixes "[W1110 20:20:28.519282102 socket.cpp:752]": keep the level
     # letter (a warning must stay recognisable as one), drop the date and time
     (_GLOG_TS_RE, r"[\1 <TS>", "["),
@@ -112,8 +113,9 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | 
     # tensor shapes torch.Size([4096, 1024]) / [4096, 1024] / (8, 512)
     (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>", "["),
     (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>", "("),
-    # any remaining token that carries a digit: numbers, floats, rank3, cuda:0, 1.2E+03
-    (re.compile(r"[\w.+\-]*\d[\w.+\-]*"), WILDCARD, None),
+    # any remaining token that carries a digit: numbers, floats, rank3, cuda:0, 1.2E+03 (tried
+    # only where a token starts: the same matches, but linear on long digit-free tokens)
+    (re.compile(r"(?<![\w.+\-])[\w.+\-]*\d[\w.+\-]*"), WILDCARD, None),
 ]
 
 _SPACES_RE = re.compile(r"\s+")
