@@ -11,6 +11,7 @@ us to it).  Plain drain3 fed ``mask_line(raw)`` and the fast path then see the s
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 WILDCARD = "<*>"
 
@@ -26,7 +27,7 @@ _WHO_RE = re.compile(
     r"^(?:"
     r"\[(?:rank|default)\d+\]:"
     r"|\s*\d+: "
-    r"|[A-Za-z][\w.]*-[\w.\-]*\d[\w.\-]*: "
+    r"|[A-Za-z][\w.]*-(?=[\w.\-]*\d)[\w.\-]*+: "
     r"|(?!(?:epoch|step|iter|iteration|batch|layer|loss|stage|phase|round|part|test)\d)"
     r"[a-z][a-z]*\d[a-z\d]*(?:\.[a-z][\w\-]*)*: "
     r"|\[\d+,\d+\]<std(?:out|err)>:"
@@ -41,34 +42,80 @@ _LEAD_TS_RE = re.compile(
     r"|^ ?(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d(?: \d{4})? ?"
 )
 
-_RULES: list[tuple[re.Pattern[str], str]] = [
+_MONTH = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+_WEEKDAY = r"(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun)"
+#: top-level domains common enough that a dotted name ending in one is a host name.  Left
+#: out: country codes that are source-file suffixes (.py .sh .so .pt .rs .md .cc) and names
+#: that end Python attributes (torch.int, logging.info, threading.local)
+_TLD = (r"(?:com|net|org|edu|gov|mil|biz|io|ai|cn|hk|jp|kr|tw|sg|uk|de|fr|nl|ru"
+        r"|eu|au|ca|br|localdomain|internal|arpa)")
+#: one DNS label: letters, digits, dashes (no leading dash)
+_LABEL = r"[A-Za-z\d][A-Za-z\d\-]*"
+#: a host name: dotted labels ending in a known TLD, or any dotted/dashed name with a
+#: number in a dashed part (node-17, gpu-a100-03.cluster, ip-10-0-3-7.ec2)
+_HOSTNAME = (rf"(?:{_LABEL}\.)+{_TLD}(?![\w\-]|\.\w)"
+             # any name of three or more labels in front of a port (not file.py:12)
+             rf"|(?:{_LABEL}\.){{2,}}[A-Za-z]{{2,}}(?=:\d)"
+             r"|[A-Za-z][\w]*(?:-[\w]+)*-\d+[\w]*(?:\.[A-Za-z][\w\-]*)+(?![\w\-])")
+_IPV4 = r"\d{1,3}(?:\.\d{1,3}){3}"
+
+
+def _host_or_address(m: re.Match[str]) -> str:
+    """A host name followed by a port is an address; on its own it is a host."""
+    return "<ADDR>" if m.group(1) else "<HOST>"
+
+
+_GLOG_TS_RE = re.compile(r"\[([IWEF])\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?")
+_ISO_TS_RE = re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?")
+
+#: (pattern, replacement, a substring the pattern cannot match without: skip it when absent)
+_RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | None]] = [
+    # URLs first: their host, port and path are one value (scheme://anything up to a space)
+    (re.compile(r"(?<![\w+.\-])[A-Za-z][A-Za-z\d+.\-]*://[^\s\"'<>()\[\]{},;]+"), "<URL>", "://"),
     # glog/c10 level prefixes "[W1110 20:20:28.519282102 socket.cpp:752]": keep the level
     # letter (a warning must stay recognisable as one), drop the date and time
-    (re.compile(r"\[([IWEF])\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?"), r"[\1 <TS>"),
-    # timestamps anywhere (plog "2024-05-01-12:00:00.123.456", ISO, times)
-    (re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?"), "<TS>"),
-    (re.compile(r"(?<![\w\-:])\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TS>"),
+    (_GLOG_TS_RE, r"[\1 <TS>", "["),
+    # timestamps anywhere (plog "2024-05-01-12:00:00.123.456", ISO, times), ctime and
+    # syslog dates ("Fri Jul  1 07:57:30 2005", "Mon Sep 27 22:15:07 EDT 2004", "Jul 1 07:57:30")
+    (_ISO_TS_RE, "<TS>", "-"),
+    (re.compile(rf"\b(?:{_WEEKDAY},? +)?{_MONTH} +\d{{1,2}},? +(?:\d{{4}} +)?\d\d:\d\d:\d\d"
+                r"(?:[.,]\d+)?(?: +[A-Z]{3,4}(?![\w]))?(?: +\d{4}\b)?"), "<TS>", ":"),
+    (re.compile(r"(?<![\w\-:])\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TS>", ":"),
+    # file system paths with at least two components (URL paths after a method too); before
+    # the host and hex rules, so a path is one value whatever its components look like
+    (re.compile(r"(?<![\w<>])(?:~|\.{1,2})?(?:/[\w.@%+=,\-]+){2,}/?(?:\?[^\s\"'<>]*)?"), "<PATH>", "/"),
+    # UUIDs (request, instance, volume ids)
+    (re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
+     "<UUID>", "-"),
     # PCI ids 0000:3b:00.0 / 00000000:3B:00.0
-    (re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\b"), "<PCI>"),
-    # IPv4 with optional port / <port>
-    (re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}(?:[:<]\d+>?)?"), "<IP>"),
+    (re.compile(r"\b[0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.\d\b"), "<PCI>", ":"),
+    # network endpoints: an IP or host name with a port is one address, whichever it is
+    (re.compile(rf"(?<![\w.\-])(?:localhost(?=[:<]\d)|(?=[\w.\-]*\.[A-Za-z])(?:{_HOSTNAME}))"
+                r"(:\d{1,5}\b|<\d+>)?"), _host_or_address, None),
+    (re.compile(rf"\b{_IPV4}(?::\d{{1,5}}\b|<\d+>)"), "<ADDR>", "."),
+    # an IP, or a list of them (X-Forwarded-For), is one address
+    (re.compile(rf"\b{_IPV4}(?:, ?{_IPV4})*\b"), "<IP>", "."),
     # IPv6-ish and MAC/GUID-like hex groups containing a digit
-    (re.compile(r"\b(?=[0-9a-fA-F:]*\d)[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{0,4}){3,7}\b"), "<HEX>"),
-    # hex literals and long hex strings (addresses, hashes)
-    (re.compile(r"\b\d[xX][0-9a-fA-F]+\b"), "<HEX>"),
-    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), "<HEX>"),
+    (re.compile(r"\b(?=[0-9a-fA-F:]*\d)[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{0,4}){3,7}\b"), "<HEX>", ":"),
+    # hex literals; a bare run of hex digits is a number that may happen to hold no letter,
+    # so it is the generic wildcard (40000500 and c0000700 are the same field)
+    (re.compile(r"\b\d[xX][0-9a-fA-F]+\b"), "<HEX>", None),
+    (re.compile(r"\b(?=[0-9a-fA-F]*\d)(?=[0-9a-fA-F]*[a-fA-F])[0-9a-fA-F]{8,}\b"), WILDCARD, None),
     # progress bars: the bar's fill and the rate change every redraw, the message does not
-    (re.compile(r"\|[█▏▎▍▌▋▊▉#=>\- ]*\|"), "|<BAR>|"),
-    (re.compile(r"(?:\d+(?:\.\d+)?|\?)\s?(?:s/it|it/s|s/step|steps?/s|examples/s|ba/s|s/ba)\b"), "<RATE>"),
+    (re.compile(r"\|[█▏▎▍▌▋▊▉#=>\- ]*\|"), "|<BAR>|", "|"),
+    (re.compile(r"(?:\d+(?:\.\d+)?|\?)\s?(?:s/it|it/s|s/step|steps?/s|examples/s|ba/s|s/ba)\b"), "<RATE>", "/"),
+    # sizes and durations with their unit are one value ("1190 bytes", "1.16 KB", "<1 sec",
+    # "12ms"); a size restated in parentheses ("1190 bytes (1.16 KB)") is the same value
+    (re.compile(r"(?<![\w.])\d+(?:\.\d+)? ?(?:[KMGTP]i?B|[kmgt]b|bytes?|B)(?![\w])"), "<SIZE>", None),
+    (re.compile(r"<SIZE> \(<SIZE>(?:, <SIZE>)*\)"), "<SIZE>", "<SIZE> ("),
+    (re.compile(r"(?<![\w.])[<>~]?\d+(?:\.\d+)? ?(?:ns|us|µs|ms|s|secs?|seconds?|mins?|minutes?"
+                r"|h|hrs?|hours?|days?|(?:milli|micro|nano)seconds?)(?![\w])"), "<DUR>", None),
     # tensor shapes torch.Size([4096, 1024]) / [4096, 1024] / (8, 512)
-    (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>"),
-    (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>"),
-    # file system paths with at least two components
-    (re.compile(r"(?<![\w<>])(?:~|\.{1,2})?(?:/[\w.@%+=,\-]+){2,}/?"), "<PATH>"),
-    # host names that carry numbers: node-17, gpu-a100-03.cluster.local, ip-10-0-3-7
-    (re.compile(r"\b[A-Za-z][\w]*(?:-[\w]+)*-\d+[\w]*(?:\.[A-Za-z][\w\-]*)+\b"), "<HOST>"),
-    # any remaining token that carries a digit: numbers, floats, rank3, cuda:0, 1.2E+03
-    (re.compile(r"[\w.+\-]*\d[\w.+\-]*"), WILDCARD),
+    (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>", "["),
+    (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>", "("),
+    # any remaining token that carries a digit: numbers, floats, rank3, cuda:0, 1.2E+03 (tried
+    # only where a token starts: the same matches, but linear on long digit-free tokens)
+    (re.compile(r"(?<![\w.+\-])[\w.+\-]*\d[\w.+\-]*"), WILDCARD, None),
 ]
 
 _SPACES_RE = re.compile(r"\s+")
@@ -116,14 +163,15 @@ def is_continuation(line: str) -> bool:
 def mask_line(line: str) -> str:
     """The masked message of one raw line, as fed to drain3 (prefixes dropped)."""
     body = strip_prefix(line.rstrip("\r\n"))
-    for pattern, repl in _RULES:
-        body = pattern.sub(repl, body)
+    for pattern, repl, needle in _RULES:
+        if needle is None or needle in body:
+            body = pattern.sub(repl, body)
     return _SPACES_RE.sub(" ", body).strip()
 
 
 _NUM_RE = re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w])")
-_ANY_TS_RE = _RULES[0][0]
-_CLOCK_RE = _RULES[1][0]
+_ANY_TS_RE = _GLOG_TS_RE
+_CLOCK_RE = _ISO_TS_RE
 _ANY_CLOCK_RE = re.compile(f"{_ANY_TS_RE.pattern}|{_CLOCK_RE.pattern}")
 
 
