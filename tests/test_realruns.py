@@ -21,10 +21,7 @@ NAMES = fixture_names()
 
 # (case, aspect) -> what the engine does instead today (measured on the current engine)
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    ("case-0", "iteration"): "SIGKILL at iteration 5: a counter seen for 4 steps is not inferred, no iteration",
     ("case-8", "node"): "straggler until the time limit: all three nodes score the same (0.13), a peer is listed first",
-    ("case-11", "stage"): "missing dataset shard (FileNotFoundError on shard-*.pt) called model_loading",
-    ("case-22", "node"): "killed DataLoader worker on hpc3n3: hpc3n1 (gloo 'Connection closed by peer' only) ranks first on missing_symptom and iforest",
 }
 
 
