@@ -240,6 +240,9 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
     if not configured:
         # the temporary server has no internet to send telemetry to; spare the error line
         os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+        # Prefect waits 20 s for it, which a busy machine can miss (the CLI then runs the
+        # same steps without Prefect)
+        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "60")
     if not configured and not os.environ.get("L4_QUIET_PREFECT_HINT"):
         print(
             "l4: no Prefect server configured (PREFECT_API_URL), so Prefect starts a temporary "

@@ -113,9 +113,17 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
         except ImportError:
             diagnose_job_cli = None
         if diagnose_job_cli is not None:
-            return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
-                                    use_kb=use_kb, workers=workers,
-                                    dask_address=dask_address, html=html)
+            try:
+                return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
+                                        use_kb=use_kb, workers=workers,
+                                        dask_address=dask_address, html=html)
+            except RuntimeError as exc:
+                if "Prefect API server" not in str(exc):
+                    raise
+                # no diagnosis lost to an orchestrator that could not start: the same steps
+                typer.echo("l4: the temporary Prefect server did not start "
+                           f"({str(exc).splitlines()[0][:120]}); running without Prefect",
+                           err=True)
     from l4.pipeline import diagnose_and_record
 
     return diagnose_and_record(job, baselines, kb=kb, templates=templates, use_kb=use_kb,
