@@ -204,3 +204,73 @@ def _loop_bounds(job: ParsedJob, r: int, track, training: np.ndarray) -> tuple[i
     if announced.size:
         start = int(announced.min())
     return start, end
+
+
+def timeline_rows(tl: Timeline) -> list[dict]:
+    """A timeline as rows keyed by template text, for the stored normal pool (cluster ids
+    belong to one template store; texts are matched again when the pool is used)."""
+    return [
+        {
+            "template": tl.templates[cid],
+            "phase": ph,
+            "place": tl.place.get(cid),
+            "stage": tl.stage.get(cid),
+            "named": tl.named.get(cid),
+            "share": tl.share.get(cid, 0.0),
+            "counter": cid in tl.counters,
+        }
+        for cid, ph in tl.phase.items()
+    ]
+
+
+def timeline_from_rows(rows: list[dict], match, jobs: int = 1) -> Timeline | None:
+    """The timeline stored rows describe, through ``match(template) -> cluster id | None``;
+    rows of several healthy jobs are pooled (median place, most common phase)."""
+    by_cid: dict[int, list[dict]] = defaultdict(list)
+    text: dict[int, str] = {}
+    for row in rows:
+        cid = match(row["template"])
+        if cid is None:
+            continue
+        by_cid[cid].append(row)
+        text.setdefault(cid, row["template"])
+    if not by_cid:
+        return None
+    tl = Timeline(jobs=jobs)
+    for cid, group in by_cid.items():
+        phases = [g["phase"] for g in group]
+        ph = max(set(phases), key=lambda p: (phases.count(p), p))
+        tl.phase[cid] = ph
+        tl.templates[cid] = text[cid]
+        tl.share[cid] = max(float(g.get("share") or 0.0) for g in group)
+        same = [g for g in group if g["phase"] == ph]
+        if ph == STARTUP:
+            tl.place[cid] = float(np.median([float(g["place"]) for g in same
+                                             if g.get("place") is not None] or [0.0]))
+        stages = [g["stage"] for g in same if g.get("stage")]
+        if stages:
+            tl.stage[cid] = max(set(stages), key=lambda s: (stages.count(s), s))
+        named = [g["named"] for g in same if g.get("named")]
+        if named:
+            tl.named[cid] = named[0]
+        if any(g.get("counter") for g in group):
+            tl.counters.add(cid)
+    return tl
+
+
+def merge_timelines(*parts: Timeline | None) -> Timeline | None:
+    """One timeline from several (baselines given on the command line, the stored pool):
+    where they disagree on an event, the one learned from more jobs wins."""
+    parts_ = sorted((p for p in parts if p is not None), key=lambda p: p.jobs)
+    if not parts_:
+        return None
+    out = Timeline(jobs=sum(p.jobs for p in parts_))
+    for p in parts_:  # fewer jobs first, so more jobs overwrite
+        out.phase.update(p.phase)
+        out.place.update(p.place)
+        out.stage.update(p.stage)
+        out.templates.update(p.templates)
+        out.share.update(p.share)
+        out.named.update(p.named)
+        out.counters |= p.counters
+    return out
