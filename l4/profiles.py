@@ -118,7 +118,7 @@ def load_profiles(directory: str | None = None) -> dict[str, Profile]:
     g_markers = _compile(generic.get("iteration_markers", []))
     g_periodic = _rules(generic, "periodic", STAGES)
     out = {"generic": Profile("generic", [], g_resume + g_stages, g_hints, g_markers,
-                              g_periodic, g_resume_rx)}
+                              g_periodic, own_markers=0, resume=g_resume_rx)}
     for name, doc in docs.items():
         resume = _compile(doc.get("resume", []))
         out[name] = Profile(
