@@ -19,7 +19,8 @@ from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
-from prefect import flow, get_run_logger
+from prefect import flow, get_run_logger, task
+from prefect.cache_policies import NO_CACHE
 from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
@@ -35,6 +36,7 @@ from flows.tasks import (
     merge,
     publish,
     report,
+    retry_if_transient,
     root_causes,
     spatial,
     store_report,
@@ -79,6 +81,8 @@ def diagnose_job(
     use_kb: bool = True,
     workers: int | None = None,
     dask_address: str | None = None,
+    failure_key: str | None = None,
+    force: bool = False,
 ) -> dict:
     """Diagnose one failed job directory; returns the report (``l4.report`` contract).
 
@@ -86,6 +90,8 @@ def diagnose_job(
     storage when the flow runs elsewhere).  ``config_id``/``job_id`` override job.json.
     ``kb``/``templates``: knowledge-base and template-store files (default: ``L4_KB``,
     ``L4_TEMPLATES``, else the user data dir).  ``dask_address`` parses on that cluster.
+    ``failure_key``: the event's id of the failure (default: derived from ``job``); a
+    failure already diagnosed from the same logs returns the stored report unless ``force``.
     """
     t0 = time.perf_counter()
     settings = load_settings()
@@ -93,6 +99,14 @@ def diagnose_job(
         settings = replace(settings, dask_address=_opt(dask_address), task_runner="dask")
     io = io_options(settings)
     kb, templates = _opt(kb), _opt(templates)
+    fid = None
+    if use_kb:  # one failure, one diagnosis (l4.idempotency)
+        fid, previous = find_previous.with_options(**io)(str(job), _opt(failure_key), kb,
+                                                          bool(force))
+        if previous is not None:
+            get_run_logger().info("already diagnosed as %s from the same logs; not again "
+                                  "(force=True diagnoses again)", previous["diagnosis_id"])
+            return previous
 
     spec = discover_job.with_options(**io)(str(job), _opt(config_id), _opt(job_id))
     base_specs, skipped = [], []
@@ -141,6 +155,9 @@ def diagnose_job(
         "files_failed": len(parsed.failed),
     }
     if use_kb:
+        from l4.idempotency import stamp
+
+        stamp(rep, fid)
         rep = root_causes(quote(rep), kb)
         state = store_report.with_options(**io)(quote(rep), kb, return_state=True)
         if state.is_completed():
@@ -153,6 +170,22 @@ def diagnose_job(
     if not pub.is_completed():
         get_run_logger().warning("artifacts not published (%s)", pub.message)
     return rep
+
+
+@task(name="find an earlier diagnosis", cache_policy=NO_CACHE, persist_result=False,
+      retry_condition_fn=retry_if_transient)
+def find_previous(job: str, failure_key: str | None, kb: str | None, force: bool):
+    """(failure id, the stored report of the same failure and logs or None)."""
+    from l4.idempotency import identify, previous_report
+
+    fid = identify(job, failure_key)
+    if force:
+        return fid, None
+    try:
+        return fid, previous_report(fid, kb=Path(kb) if kb else None)
+    except Exception as exc:  # a broken KB must not stop a diagnosis; storing reports it
+        get_run_logger().warning("cannot look up earlier diagnoses (%s)", exc)
+        return fid, None
 
 
 class _QuietFilter(logging.Filter):
@@ -193,7 +226,8 @@ def _server_configured() -> bool:
 
 def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None,
                      templates: Path | None = None, use_kb: bool = True,
-                     workers: int | None = None, dask_address: str | None = None) -> dict:
+                     workers: int | None = None, dask_address: str | None = None,
+                     force: bool = False) -> dict:
     """What ``l4 diagnose`` runs: the ``diagnose-job`` flow, in this process.
 
     Without ``PREFECT_API_URL`` Prefect starts a temporary server first (several seconds);
@@ -225,6 +259,7 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
             use_kb=use_kb,
             workers=workers,
             dask_address=dask_address,
+            force=force,
         )
     rep.setdefault("timing", {})["flow_s"] = round(time.perf_counter() - t0, 3)
     rep["timing"]["prefect_server"] = "configured" if configured else "temporary"

@@ -25,6 +25,7 @@ DIAGNOSE_PARAMETERS = {
     "job_id": "{{ event.payload.job_id | default(None) }}",
     "config_id": "{{ event.payload.config_id | default(None) }}",
     "baselines": "{{ event.payload.baselines | default([]) }}",
+    "failure_key": "{{ event.payload.failure_key | default(None) }}",
 }
 LEARN_PARAMETERS = {
     "job": "{{ event.payload.job_dir }}",

@@ -51,6 +51,9 @@ def diagnose(
         None, "--dask-address", envvar="L4_DASK_ADDRESS",
         help="parse node files on this Dask cluster (tcp://host:8786); Prefect path only",
     ),
+    force: bool = typer.Option(
+        False, "--force", help="diagnose again even if these logs were diagnosed before",
+    ),
 ) -> None:
     """Diagnose a failed job: ranked nodes, events, stage, iterations, root causes."""
     from l4.ingest import JobError
@@ -59,6 +62,7 @@ def diagnose(
         report = run_diagnosis(
             job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
             use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
+            force=force,
         )
     except (JobError, ValueError, OSError) as exc:
         _fail(str(exc))
@@ -68,6 +72,11 @@ def diagnose(
             _fail(str(exc))
             return
         raise
+    seen = report.get("already_diagnosed")
+    if seen:
+        typer.echo(f"l4: already diagnosed from the same logs as {seen['diagnosis_id']} "
+                   f"({seen['status']}, {seen['created_at']}); showing it (--force diagnoses "
+                   "again)", err=True)
     if fmt == Fmt.json:
         sys.stdout.write(json.dumps(report, default=str) + "\n")
     else:
@@ -79,7 +88,7 @@ def diagnose(
 def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
                   templates: Path | None = None, use_kb: bool = True,
                   use_prefect: bool = False, workers: int | None = None,
-                  dask_address: str | None = None) -> dict:
+                  dask_address: str | None = None, force: bool = False) -> dict:
     """What ``l4 diagnose`` does: the flow when Prefect is wanted, else the same steps inline."""
     if use_prefect:
         try:
@@ -89,11 +98,11 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
         if diagnose_job_cli is not None:
             return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
                                     use_kb=use_kb, workers=workers,
-                                    dask_address=dask_address)
+                                    dask_address=dask_address, force=force)
     from l4.pipeline import diagnose_and_record
 
     return diagnose_and_record(job, baselines, kb=kb, templates=templates, use_kb=use_kb,
-                               workers=workers)
+                               workers=workers, force=force)
 
 
 @app.command()

@@ -198,6 +198,46 @@ def discover(job_dir: str | Path) -> JobSpec:
     )
 
 
+def _log_entries(root: Path) -> Iterator[os.stat_result]:
+    """lstat of every regular file with a log name under ``root/logs`` (else ``root``);
+    symlinks are not followed, so the walk cannot loop and the shell emitter agrees."""
+    base = root / "logs" if (root / "logs").is_dir() else root
+    for dirpath, _dirs, names in os.walk(base, followlinks=False):
+        for name in names:
+            if not has_log_name(Path(name)):
+                continue
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield st
+
+
+def logs_fingerprint(job_dir: str | Path) -> str:
+    """``files:bytes:newest mtime (ns)`` of the node files: changes when any log changes,
+    so a re-delivered event for logs that grew since is diagnosed again."""
+    n = total = newest = 0
+    for st in _log_entries(Path(job_dir)):
+        n, total, newest = n + 1, total + st.st_size, max(newest, st.st_mtime_ns)
+    return f"{n}:{total}:{newest}"
+
+
+def failure_key(job_dir: str | Path, *, job_id: str | None = None,
+                end_time: str | None = None) -> str:
+    """The id of one failure, the same however often (and by whom) it is reported.
+
+    ``job:<job id>@<end time>`` when the scheduler says when the job ended, else
+    ``dir:<absolute log directory>@<newest log mtime, whole seconds>``, which
+    ``deployments/l4-emit.sh`` computes the same way with ``find``.
+    """
+    if job_id and end_time:
+        return f"job:{job_id}@{end_time}"
+    root = Path(job_dir).expanduser().absolute()
+    newest = max((st.st_mtime_ns for st in _log_entries(root)), default=0)
+    return f"dir:{root}@{newest // 1_000_000_000}"
+
+
 @dataclass
 class ReadStats:
     """What reading one file found wrong (filled while :func:`read_blocks` streams)."""

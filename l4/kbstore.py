@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -41,6 +41,15 @@ _NORMAL_FIELDS = ("template", "total_count", "n_nodes_with", "n_nodes", "max_per
 
 # Numbered migrations after the base schema (version -> list of SQL statements).
 MIGRATIONS: dict[int, list[str]] = {}
+
+# --- migration 2: idempotent diagnoses ------------------------------------------------------
+# failure_key: the id of the failure a diagnosis is for (l4.ingest.failure_key), so the same
+# failure delivered twice is stored once; logs_fingerprint: the node files' state when it
+# was diagnosed, so a re-delivery after the logs changed is diagnosed again.
+MIGRATIONS[2] = [
+    "ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS failure_key VARCHAR",
+    "ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS logs_fingerprint VARCHAR",
+]
 
 
 class KBError(RuntimeError):
@@ -493,36 +502,70 @@ def _new_diag_id() -> str:
 
 
 def record_diagnosis(report: dict, *, kb: Path | str | None = None) -> str:
-    """Store a diagnosis report as pending and return its id."""
+    """Store a diagnosis report as pending and return its id.
+
+    A report carrying ``failure_key`` is stored at most once per failure: while a
+    diagnosis of that failure is pending, it is updated in place (a retried or forced run,
+    or logs that changed) and keeps its id; once an SRE decided it, the same logs return
+    the decided diagnosis untouched and changed logs get one new pending diagnosis.  The
+    check and the write are one transaction, so two runs racing on one failure store one.
+    """
     if not isinstance(report, dict):
         raise KBError("a diagnosis report must be a JSON object")
     try:
         text = json.dumps(report, sort_keys=True, default=str)
     except (TypeError, ValueError) as exc:
         raise KBError(f"the report cannot be stored as JSON: {exc}") from exc
-    did = _new_diag_id()
+    key = _opt_str(report.get("failure_key"))
+    fp = _opt_str(report.get("logs_fingerprint"))
     with transaction(kb) as con:
+        if key:
+            rows = con.execute(
+                "SELECT id, status, logs_fingerprint FROM diagnoses WHERE failure_key = ? "
+                "ORDER BY created_at DESC, id DESC", [key]).fetchall()
+            pending = [r for r in rows if r[1] == "pending"]
+            if pending:
+                con.execute("UPDATE diagnoses SET report = ?, logs_fingerprint = ? WHERE id = ?",
+                            [text, fp, pending[0][0]])
+                return pending[0][0]
+            same = [r for r in rows if r[2] == fp]
+            if same:
+                return same[0][0]
+        did = _new_diag_id()
         con.execute(
-            "INSERT INTO diagnoses (id, job_id, config_id, created_at, report, status) "
-            "VALUES (?, ?, ?, ?, ?, 'pending')",
-            [did, _opt_str(report.get("job_id")), _opt_str(report.get("config_id")), _now(), text],
+            "INSERT INTO diagnoses (id, job_id, config_id, created_at, report, status, "
+            "failure_key, logs_fingerprint) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+            [did, _opt_str(report.get("job_id")), _opt_str(report.get("config_id")), _now(),
+             text, key, fp],
         )
     return did
+
+
+def find_diagnosis(failure_key: str, *, kb: Path | str | None = None) -> dict | None:
+    """The newest diagnosis stored for this failure (see :func:`record_diagnosis`), or None."""
+    with connect(kb) as con:
+        row = con.execute(
+            f"SELECT {_DIAG_COLS} FROM diagnoses WHERE failure_key = ? "
+            "ORDER BY (status = 'pending') DESC, created_at DESC, id DESC LIMIT 1",
+            [failure_key]).fetchone()
+    return _diag_row(row) if row else None
 
 
 def _opt_str(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-_DIAG_COLS = "id, job_id, config_id, created_at, report, status, decided_by, decided_at, pattern_id, reason"
+_DIAG_COLS = ("id, job_id, config_id, created_at, report, status, decided_by, decided_at, "
+              "pattern_id, reason, failure_key, logs_fingerprint")
 
 
 def _diag_row(row: tuple) -> dict:
-    did, job, cfg, created, report, status, by, at, pid, reason = row
+    did, job, cfg, created, report, status, by, at, pid, reason, key, fp = row
     return {
         "id": did, "job_id": job, "config_id": cfg, "created_at": _iso(created),
         "status": status, "decided_by": by, "decided_at": _iso(at),
         "pattern_id": pid, "reason": reason, "report": json.loads(report),
+        "failure_key": key, "logs_fingerprint": fp,
     }
 
 
@@ -764,13 +807,15 @@ def import_kb(doc: dict, *, kb: Path | str | None = None, replace: bool = False)
         for d in diags:
             con.execute("DELETE FROM diagnoses WHERE id = ?", [d["id"]])
             con.execute(
-                f"INSERT INTO diagnoses ({_DIAG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO diagnoses ({_DIAG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     str(d["id"]), _opt_str(d.get("job_id")), _opt_str(d.get("config_id")),
                     _parse_ts(d.get("created_at")) or now,
                     json.dumps(d["report"], sort_keys=True, default=str),
                     d.get("status", "pending"), d.get("decided_by"), _parse_ts(d.get("decided_at")),
                     d.get("pattern_id"), d.get("reason"),
+                    _opt_str(d.get("failure_key") or d["report"].get("failure_key")),
+                    _opt_str(d.get("logs_fingerprint") or d["report"].get("logs_fingerprint")),
                 ],
             )
         for key in {(r[0], r[1]) for r in normal}:
