@@ -25,6 +25,7 @@ from prefect.runtime import flow_run
 from prefect.utilities.annotations import quote
 
 from flows.parsing import parse_files
+from flows.recovery import record_failed, retry_crashed
 from flows.settings import load_settings
 from flows.tasks import (
     cross_job,
@@ -70,7 +71,8 @@ def run_name(verb: str):
     return name
 
 
-@flow(name="diagnose-job", flow_run_name=run_name("diagnose"), persist_result=False)
+@flow(name="diagnose-job", flow_run_name=run_name("diagnose"), persist_result=False,
+      on_crashed=[retry_crashed], on_failure=[record_failed])
 def diagnose_job(
     job: str,
     baselines: list[str] | str | None = None,
@@ -83,6 +85,8 @@ def diagnose_job(
     dask_address: str | None = None,
     failure_key: str | None = None,
     force: bool = False,
+    attempt: int = 1,
+    match_root_causes: bool = True,
 ) -> dict:
     """Diagnose one failed job directory; returns the report (``l4.report`` contract).
 
@@ -92,6 +96,8 @@ def diagnose_job(
     ``L4_TEMPLATES``, else the user data dir).  ``dask_address`` parses on that cluster.
     ``failure_key``: the event's id of the failure (default: derived from ``job``); a
     failure already diagnosed from the same logs returns the stored report unless ``force``.
+    ``attempt``: which try this is (a crashed served run is retried, ``flows.recovery``).
+    ``match_root_causes=False`` stores the diagnosis without loading the embedding model.
     """
     t0 = time.perf_counter()
     settings = load_settings()
@@ -158,7 +164,8 @@ def diagnose_job(
         from l4.idempotency import stamp
 
         stamp(rep, fid)
-        rep = root_causes(quote(rep), kb)
+        if match_root_causes:
+            rep = root_causes(quote(rep), kb)
         state = store_report.with_options(**io)(quote(rep), kb, return_state=True)
         if state.is_completed():
             rep = state.result()

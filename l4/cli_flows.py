@@ -50,6 +50,8 @@ def serve(
         help="parse node files on this Dask cluster (tcp://host:8786); logs must be on "
         "storage the workers can read at the same paths"),
     no_kb: bool = typer.Option(False, "--no-kb", help="diagnose without root causes and recording"),
+    no_match: bool = typer.Option(False, "--no-match", help="record diagnoses without root-cause "
+                                  "matching (no embedding model per run: cheap under a storm)"),
 ) -> None:
     """Run the diagnose-job and learn-normal deployments, triggered by l4.training.job.* events."""
     url = _api_url()
@@ -74,15 +76,19 @@ def serve(
     from flows.events import flush, spool_dir
     from flows.serve import serve as run
 
-    res = flush(url)  # events spooled on this machine while the server was away
-    _say_flush(res)
-    if res.left:
-        typer.echo(f"warning: {res.left} spooled event(s) not re-sent ({res.error}); they stay "
-                   f"in {spool_dir()}", err=True)
+    def flush_spool() -> None:
+        """Events spooled on this machine while the server was away, once the
+        deployments' triggers exist (so that they start diagnoses)."""
+        res = flush(url)
+        _say_flush(res)
+        if res.left:
+            typer.echo(f"warning: {res.left} spooled event(s) not re-sent ({res.error}); they "
+                       f"stay in {spool_dir()}", err=True)
 
     typer.echo(f"l4: serving diagnose-job/on-failure and learn-normal/on-success against {url}",
                err=True)
-    run(limit=limit, poll_seconds=poll, use_kb=not no_kb)
+    run(limit=limit, poll_seconds=poll, use_kb=not no_kb, match_root_causes=not no_match,
+        on_ready=flush_spool)
 
 
 def _say_flush(res) -> None:
