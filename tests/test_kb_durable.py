@@ -175,3 +175,5 @@ def test_kill_9_mid_write_leaves_the_previous_state(tmp_path):
         assert len(stored) <= len(committed) + round_ + 1  # at most the one in flight each time
         check = kbstore.check_kb(kb=kb)
         assert check["ok"], check["problems"]
+    print(f"\n[kill -9: 5 writers killed mid-write, {len(committed)} writes committed, "
+          f"{len(set(committed) - stored)} lost, {len(stored)} stored, check ok]")
