@@ -170,7 +170,7 @@ def test_a_storm_of_50_failures_is_stored_whole_within_the_limit(tmp_path):
                 runs = _runs(url)
                 return len(runs) == n + len(dups) and all(r.state.is_final() for r in runs) and runs
 
-            runs = _wait(all_done, 900, f"{n + len(dups)} diagnose runs", step=2)
+            runs = _wait(all_done, 2400, f"{n + len(dups)} diagnose runs", step=2)
             t_done = time.monotonic() - t0
         finally:
             serve.close()

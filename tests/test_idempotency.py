@@ -120,3 +120,20 @@ def test_reports_without_a_key_are_stored_as_before(tmp_path, fp):
     kb = tmp_path / "kb.duckdb"
     rep = {"job_id": "j", "nodes": [], "logs_fingerprint": fp}
     assert kbstore.record_diagnosis(rep, kb=kb) != kbstore.record_diagnosis(rep, kb=kb)
+
+
+def test_a_diagnosis_that_did_not_finish_is_in_the_inbox_until_one_does(tmp_path):
+    """What a served run leaves when it keeps crashing or fails (flows.recovery), and how
+    the next successful diagnosis of the same failure replaces it."""
+    from flows.recovery import record_failure
+
+    job = make_job(tmp_path / "run", nodes=3, iterations=20)
+    kb = tmp_path / "kb.duckdb"
+    params = {"job": str(job), "job_id": None, "failure_key": None, "kb": str(kb)}
+    did = record_failure(params, "crashed (Process exited with status code: -9)", 3)
+    res = runner.invoke(app, ["inbox", "--kb", str(kb)])
+    assert res.exit_code == 0 and did in res.stdout and "diagnosis failed" in res.stdout
+    rep = diagnose_and_record(job, [], kb=kb)  # the SRE (or a re-delivery) runs it again
+    assert "already_diagnosed" not in rep and rep["diagnosis_id"] == did
+    [d] = kbstore.list_diagnoses(kb=kb)
+    assert d["report"]["nodes"] and "diagnosis_failed" not in d["report"]
