@@ -180,8 +180,8 @@ def test_a_storm_of_50_failures_is_stored_whole_within_the_limit(tmp_path):
             serve.close()
     diags = _diagnoses(kb)
     overlap = _max_overlap(runs)
-    print(f"\n[storm: {len(sent) + len(dups)} events sent in {t_sent:.1f} s ({len(dups)} "
-          f"duplicates), {len(diags)} diagnoses stored after {t_done:.0f} s, at most {overlap} "
+    print(f"\n[storm: {len(sent)} events sent in {t_sent:.1f} s, then {len(dups)} "
+          f"duplicates, {len(diags)} diagnoses stored after {t_done:.0f} s, at most {overlap} "
           f"runs at once (limit {limit}), "
           f"{sum(1 for r in runs if not r.state.is_completed())} runs not completed]")
     assert all(r.state.is_completed() for r in runs), [r.state.message for r in runs
