@@ -3,7 +3,7 @@
 Every case must give either a valid JSON report (unreadable files listed in ``files`` with a
 reason) or a one-line ``error:`` with exit code 1 or 2: never a traceback, never a hang
 (a FIFO must not be opened for reading), never more than 1 GiB of peak RSS (the child's own
-``ru_maxrss`` from ``os.wait4``).
+``VmHWM``, reported by the child at exit).
 """
 
 from __future__ import annotations
@@ -55,13 +55,33 @@ def gzip_bomb(path: Path, gib: int = 3) -> None:
         fh.write(comp.flush())
 
 
+# Runs ``l4 diagnose`` and, at exit, writes the process's own peak RSS (VmHWM) to a file.
+# ``ru_maxrss`` of the child (os.wait4) would not do: Linux carries the peak of the forking
+# parent (this test process, which may hold an embedding model) across fork and exec.
+_PEAK_WRAPPER = """
+import atexit, runpy, sys
+out = sys.argv.pop(1)
+def peak():
+    with open("/proc/self/status") as fh:
+        kb = [ln.split()[1] for ln in fh if ln.startswith("VmHWM:")]
+    with open(out, "w") as fh:
+        fh.write(kb[0] if kb else "0")
+atexit.register(peak)
+sys.argv[0] = "l4"
+runpy.run_module("l4.cli", run_name="__main__")
+"""
+
+
 def run_cli(job: Path, *, timeout: float = TIMEOUT_S) -> tuple[int, str, str, int, float]:
     """(exit code, stdout, stderr, peak RSS in KiB, seconds) of ``l4 diagnose JOB``."""
+    import tempfile
+
     env = dict(os.environ, PYTHONPATH=str(REPO), L4_NO_PREFECT="1")
+    peak_file = Path(tempfile.mkstemp(prefix="l4-peak-")[1])
     t0 = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "l4.cli", "diagnose", os.fsencode(job), "--no-kb",
-         "--format", "json", "--workers", "1"],
+        [sys.executable, "-c", _PEAK_WRAPPER, str(peak_file), "diagnose", os.fsencode(job),
+         "--no-kb", "--format", "json", "--workers", "1"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, start_new_session=True)
     out, err = [], []
     streams = {proc.stdout.fileno(): out, proc.stderr.fileno(): err}
@@ -77,10 +97,13 @@ def run_cli(job: Path, *, timeout: float = TIMEOUT_S) -> tuple[int, str, str, in
                 streams[fd].append(chunk)
             else:
                 del streams[fd]
-    _, status, usage = os.wait4(proc.pid, 0)
+    _, status, _usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
+    peak_text = peak_file.read_text().strip()
+    peak_file.unlink()
+    assert peak_text and int(peak_text) > 0, "the child did not report its peak RSS"
     return (proc.returncode, b"".join(out).decode("utf-8", "replace"),
-            b"".join(err).decode("utf-8", "replace"), usage.ru_maxrss, time.monotonic() - t0)
+            b"".join(err).decode("utf-8", "replace"), int(peak_text), time.monotonic() - t0)
 
 
 def make_corpus(root: Path) -> dict[str, tuple[Path, str]]:
