@@ -25,9 +25,13 @@
 #   L4_JOB_DIR_PATTERN  default /shared/l4-jobs/%j
 #   L4_EMIT             path of l4-emit.sh (default: next to this script)
 #   L4_EPILOG_LOG       append a line per job here (default: syslog via `logger`, if present)
+#   L4_SPOOL            where events wait while the server is unreachable (default
+#                       /var/spool/l4; create it: install -d -o slurm /var/spool/l4), re-sent
+#                       by the next job's epilog or a cron `l4-emit.sh --flush`
 #
 # The epilog never fails: Slurm drains a node whose epilog fails, and diagnosis is never
-# worth that.  Every outcome is logged instead.
+# worth that.  Every outcome is logged instead: "event sent", "event spooled" (the server was
+# unreachable; the event waits in L4_SPOOL) or "event not sent".
 set -u
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -38,6 +42,8 @@ if [ -r "$env_file" ]; then
   . "$env_file"
   set +a
 fi
+
+export L4_SPOOL=${L4_SPOOL:-/var/spool/l4}
 
 log() {
   if [ -n "${L4_EPILOG_LOG:-}" ]; then
@@ -86,9 +92,13 @@ main() {
     log "job $job_id: $emit is missing or not executable; event not sent"
     return 0
   fi
-  local out
-  if out=$(timeout 30 "$emit" "$kind" "$dir" "$job_id" "$config" 2>&1); then
-    log "job $job_id ($kind, exit $pair): $out"
+  # The end time names the failure (job id + end time), so a re-sent epilog is diagnosed once.
+  local out end=${SLURM_JOB_END_TIME:-}
+  if out=$(timeout 30 "$emit" "$kind" "$dir" "$job_id" "$config" "$end" 2>&1); then
+    case "$out" in
+      *"l4-emit: spooled"*) log "job $job_id ($kind, exit $pair): event spooled, server unreachable: $out" ;;
+      *) log "job $job_id ($kind, exit $pair): event sent: $out" ;;
+    esac
   else
     log "job $job_id ($kind, exit $pair): event not sent: $out"
   fi

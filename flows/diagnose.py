@@ -26,6 +26,7 @@ from prefect.utilities.annotations import quote
 
 from flows.artifacts import artifact_key, stored_html_path
 from flows.parsing import parse_files
+from flows.recovery import record_failed, retry_crashed
 from flows.settings import load_settings
 from flows.tasks import (
     cross_job,
@@ -37,6 +38,7 @@ from flows.tasks import (
     merge,
     publish,
     report,
+    retry_if_transient,
     root_causes,
     spatial,
     store_report,
@@ -71,7 +73,8 @@ def run_name(verb: str):
     return name
 
 
-@flow(name="diagnose-job", flow_run_name=run_name("diagnose"), persist_result=False)
+@flow(name="diagnose-job", flow_run_name=run_name("diagnose"), persist_result=False,
+      on_crashed=[retry_crashed], on_failure=[record_failed])
 def diagnose_job(
     job: str,
     baselines: list[str] | str | None = None,
@@ -84,6 +87,10 @@ def diagnose_job(
     dask_address: str | None = None,
     html: str | None = None,
     store_html: bool = False,
+    failure_key: str | None = None,
+    force: bool = False,
+    attempt: int = 1,
+    match_root_causes: bool = True,
 ) -> dict:
     """Diagnose one failed job directory; returns the report (``l4.report`` contract).
 
@@ -94,6 +101,10 @@ def diagnose_job(
     ``html``: also write the HTML report there; ``store_html`` (what ``l4 serve`` sets):
     write it next to the knowledge base, ``reports/<diagnosis id>.html``.  Either way a
     link artifact points at the file.
+    ``failure_key``: the event's id of the failure (default: derived from ``job``); a
+    failure already diagnosed from the same logs returns the stored report unless ``force``.
+    ``attempt``: which try this is (a crashed served run is retried, ``flows.recovery``).
+    ``match_root_causes=False`` stores the diagnosis without loading the embedding model.
     """
     t0 = time.perf_counter()
     settings = load_settings()
@@ -101,6 +112,14 @@ def diagnose_job(
         settings = replace(settings, dask_address=_opt(dask_address), task_runner="dask")
     io = io_options(settings)
     kb, templates = _opt(kb), _opt(templates)
+    fid = None
+    if use_kb:  # one failure, one diagnosis (l4.idempotency)
+        fid, previous = find_previous.with_options(**io)(str(job), _opt(failure_key), kb,
+                                                          bool(force))
+        if previous is not None:
+            get_run_logger().info("already diagnosed as %s from the same logs; not again "
+                                  "(force=True diagnoses again)", previous["diagnosis_id"])
+            return previous
 
     spec = discover_job.with_options(**io)(str(job), _opt(config_id), _opt(job_id))
     base_specs, skipped = [], []
@@ -150,7 +169,11 @@ def diagnose_job(
         "files_failed": len(parsed.failed),
     }
     if use_kb:
-        rep = root_causes(quote(rep), kb)
+        from l4.idempotency import stamp
+
+        stamp(rep, fid)
+        if match_root_causes:
+            rep = root_causes(quote(rep), kb)
         state = store_report.with_options(**io)(quote(rep), kb, return_state=True)
         if state.is_completed():
             rep = state.result()
@@ -186,6 +209,22 @@ def publish_html(rep: dict, path: str) -> str:
         description=f"self-contained HTML report of {job} (on the machine that ran the flow)",
     )
     return str(out)
+
+
+@task(name="find an earlier diagnosis", cache_policy=NO_CACHE, persist_result=False,
+      retry_condition_fn=retry_if_transient)
+def find_previous(job: str, failure_key: str | None, kb: str | None, force: bool):
+    """(failure id, the stored report of the same failure and logs or None)."""
+    from l4.idempotency import identify, previous_report
+
+    fid = identify(job, failure_key)
+    if force:
+        return fid, None
+    try:
+        return fid, previous_report(fid, kb=Path(kb) if kb else None)
+    except Exception as exc:  # a broken KB must not stop a diagnosis; storing reports it
+        get_run_logger().warning("cannot look up earlier diagnoses (%s)", exc)
+        return fid, None
 
 
 class _QuietFilter(logging.Filter):
@@ -227,7 +266,8 @@ def _server_configured() -> bool:
 def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None,
                      templates: Path | None = None, use_kb: bool = True,
                      workers: int | None = None, dask_address: str | None = None,
-                     html: Path | None = None) -> dict:
+                     html: Path | None = None,
+                     force: bool = False) -> dict:
     """What ``l4 diagnose`` runs: the ``diagnose-job`` flow, in this process.
 
     Without ``PREFECT_API_URL`` Prefect starts a temporary server first (several seconds);
@@ -263,6 +303,7 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
             workers=workers,
             dask_address=dask_address,
             html=str(html) if html else None,
+            force=force,
         )
     rep.setdefault("timing", {})["flow_s"] = round(time.perf_counter() - t0, 3)
     rep["timing"]["prefect_server"] = "configured" if configured else "temporary"

@@ -11,6 +11,8 @@ pool + worker instead of ``l4 serve``); a test keeps both declarations in step.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from typing import Any
 
 from flows.events import FAILED, RESOURCE_PREFIX, SUCCEEDED
@@ -25,6 +27,7 @@ DIAGNOSE_PARAMETERS = {
     "job_id": "{{ event.payload.job_id | default(None) }}",
     "config_id": "{{ event.payload.config_id | default(None) }}",
     "baselines": "{{ event.payload.baselines | default([]) }}",
+    "failure_key": "{{ event.payload.failure_key | default(None) }}",
 }
 LEARN_PARAMETERS = {
     "job": "{{ event.payload.job_dir }}",
@@ -56,7 +59,7 @@ def trigger_specs() -> dict[str, dict[str, Any]]:
     }
 
 
-def build_deployments(*, use_kb: bool = True) -> list:
+def build_deployments(*, use_kb: bool = True, match_root_causes: bool = True) -> list:
     """The two runner deployments, entry points by module path so that an installed l4
     serves from any working directory."""
     from prefect.deployments.runner import EntrypointType
@@ -74,7 +77,8 @@ def build_deployments(*, use_kb: bool = True) -> list:
     diag = diagnose_job.to_deployment(
         name=DIAGNOSE_DEPLOYMENT,
         triggers=[trigger(DIAGNOSE_DEPLOYMENT)],
-        parameters={"use_kb": use_kb, "store_html": use_kb},
+        parameters={"use_kb": use_kb, "store_html": use_kb,
+                    "match_root_causes": match_root_causes},
         entrypoint_type=EntrypointType.MODULE_PATH,
         description="Diagnose a failed training job when l4.training.job.failed arrives.",
         tags=["l4"],
@@ -90,16 +94,25 @@ def build_deployments(*, use_kb: bool = True) -> list:
     return [diag, learn]
 
 
-def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool = True) -> None:
+def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool = True,
+          match_root_causes: bool = True, on_ready: Callable[[], None] | None = None) -> None:
     """Register the deployments and run their flow runs until interrupted (Ctrl-C).
 
     Every automatic diagnosis also writes its HTML report next to the knowledge base
     (``reports/<diagnosis id>.html``) and links it from the flow run's artifacts.
 
     ``poll_seconds``: how often the runner asks the server for new runs; it bounds the
-    event-to-start latency (Prefect's default is 10 s).
+    event-to-start latency (Prefect's default is 10 s).  ``on_ready`` runs once the
+    deployments and their triggers exist on the server and before the runner starts:
+    ``l4 serve`` re-sends its spooled events there, so that they trigger diagnoses.
     """
     from prefect import serve as prefect_serve
 
-    prefect_serve(*build_deployments(use_kb=use_kb), limit=limit, query_seconds=poll_seconds,
+    deployments = build_deployments(use_kb=use_kb, match_root_causes=match_root_causes)
+    if on_ready is not None:
+        for d in deployments:
+            d.apply()
+        time.sleep(1.0)  # let the server's trigger service see the new automations
+        on_ready()
+    prefect_serve(*deployments, limit=limit, query_seconds=poll_seconds,
                   print_starting_message=True)

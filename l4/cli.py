@@ -54,6 +54,9 @@ def diagnose(
     html: Path | None = typer.Option(
         None, "--html", help="also write a self-contained HTML report with charts to this file"
     ),
+    force: bool = typer.Option(
+        False, "--force", help="diagnose again even if these logs were diagnosed before",
+    ),
 ) -> None:
     """Diagnose a failed job: ranked nodes, events, stage, iterations, root causes."""
     from l4.ingest import JobError
@@ -70,6 +73,7 @@ def diagnose(
             job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
             use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
             html=html,
+            force=force,
         )
     except (JobError, ValueError, OSError) as exc:
         _fail(str(exc))
@@ -79,6 +83,11 @@ def diagnose(
             _fail(str(exc))
             return
         raise
+    seen = report.get("already_diagnosed")
+    if seen:
+        typer.echo(f"l4: already diagnosed from the same logs as {seen['diagnosis_id']} "
+                   f"({seen['status']}, {seen['created_at']}); showing it (--force diagnoses "
+                   "again)", err=True)
     if fmt == Fmt.json:
         sys.stdout.write(json.dumps(report, default=str) + "\n")
     else:
@@ -105,7 +114,8 @@ def write_html_report(report: dict, path: Path, diagnosis: dict | None = None) -
 def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
                   templates: Path | None = None, use_kb: bool = True,
                   use_prefect: bool = False, workers: int | None = None,
-                  dask_address: str | None = None, html: Path | None = None) -> dict:
+                  dask_address: str | None = None, html: Path | None = None,
+                  force: bool = False) -> dict:
     """What ``l4 diagnose`` does: the flow when Prefect is wanted, else the same steps inline."""
     if use_prefect:
         try:
@@ -116,7 +126,8 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
             try:
                 return diagnose_job_cli(job, baselines, kb=kb, templates=templates,
                                         use_kb=use_kb, workers=workers,
-                                        dask_address=dask_address, html=html)
+                                        dask_address=dask_address, html=html,
+                                        force=force)
             except RuntimeError as exc:
                 if "Prefect API server" not in str(exc):
                     raise
@@ -127,7 +138,7 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
     from l4.pipeline import diagnose_and_record
 
     return diagnose_and_record(job, baselines, kb=kb, templates=templates, use_kb=use_kb,
-                               workers=workers)
+                               workers=workers, force=force)
 
 
 @app.command()

@@ -425,6 +425,35 @@ def kb_import(
                f"{counts['normal_rows']} normal-pool rows")
 
 
+def kb_backup(
+    file: Annotated[Path, typer.Argument(help="Where to write the backup (a DuckDB file).")],
+    kb: KbOption = None,
+) -> None:
+    """Copy the knowledge base to FILE, consistently, checked, replaced atomically."""
+    rep = kbstore.backup_kb(file, kb=kb)
+    c = rep["counts"]
+    typer.echo(f"backed up {kbstore.resolve_kb(kb)} to {file}: {c.get('patterns', 0)} patterns, "
+               f"{c.get('diagnoses', 0)} diagnoses, {c.get('normal_rows', 0)} normal-pool rows; "
+               f"restore with: cp {file} {kbstore.resolve_kb(kb)}")
+
+
+def kb_check(
+    kb: KbOption = None,
+    fmt: Annotated[Fmt, typer.Option("--format", "-f")] = Fmt.text,
+) -> None:
+    """Read every row of the knowledge base; exit 1 if anything is damaged."""
+    rep = kbstore.check_kb(kb=kb)
+    if fmt == Fmt.json:
+        _print_json(rep)
+    elif rep["ok"]:
+        c = rep["counts"]
+        typer.echo(f"{rep['kb']}: ok (schema {rep['schema_version']}; "
+                   f"{c.get('patterns', 0)} patterns, {c.get('diagnoses', 0)} diagnoses, "
+                   f"{c.get('normal_rows', 0)} normal-pool rows)")
+    if not rep["ok"]:
+        _fail("; ".join(rep["problems"]))
+
+
 def _read_lines(file: Path) -> list[str]:
     if str(file) == "-":
         return sys.stdin.read().splitlines()
@@ -470,6 +499,6 @@ def register(app: typer.Typer) -> None:
     kb_app = typer.Typer(help="The fault-pattern knowledge base.", no_args_is_help=True)
     for name, fn in (("list", kb_list), ("show", kb_show), ("search", kb_search), ("add", kb_add),
                      ("edit", kb_edit), ("export", kb_export), ("import", kb_import),
-                     ("match", kb_match)):
+                     ("match", kb_match), ("backup", kb_backup), ("check", kb_check)):
         kb_app.command(name)(_guard(fn))
     app.add_typer(kb_app, name="kb")

@@ -8,11 +8,15 @@ whatever the file size, and a single pathological line is cut, never buffered wh
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 
@@ -20,6 +24,8 @@ LOG_SUFFIXES = (".log", ".out", ".txt", ".err")
 BLOCK_SIZE = 8 << 20
 #: Lines longer than this are cut for parsing (the rest of the line is skipped, not buffered).
 MAX_LINE = 4096
+#: job.json is a few fields; anything bigger is not one.
+MAX_JOB_JSON = 16 << 20
 
 
 class JobError(Exception):
@@ -46,6 +52,8 @@ class JobSpec:
     framework: str | None = None
     files: list[NodeFile] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: log-named entries that are not readable files: {"file", "status", "error"}
+    unreadable: list[dict] = field(default_factory=list)
 
 
 def node_id_for(path: Path) -> str:
@@ -59,38 +67,111 @@ def node_id_for(path: Path) -> str:
     return name
 
 
-def is_log_file(path: Path) -> bool:
+def has_log_name(path: Path) -> bool:
+    """A name l4 reads as a node file (``*.log``, ``*.out``, ... optionally ``.gz``)."""
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
-    return path.is_file() and name.endswith(LOG_SUFFIXES)
+    return name.endswith(LOG_SUFFIXES)
+
+
+def is_log_file(path: Path) -> bool:
+    return path.is_file() and has_log_name(path)
+
+
+def unreadable_reason(path: Path) -> str | None:
+    """Why an entry with a log file's name cannot be read, or None for a regular file.
+
+    Checked with ``lstat``/``stat`` only, never by opening: a FIFO would block the reader.
+    """
+    try:
+        lst = path.lstat()
+    except OSError as exc:
+        return f"cannot stat: {exc.strerror or exc}"
+    if stat.S_ISREG(lst.st_mode):
+        return None
+    if stat.S_ISLNK(lst.st_mode):
+        try:
+            st = path.stat()
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return "symlink loop"
+            if exc.errno == errno.ENOENT:
+                return "broken symlink (target does not exist)"
+            return f"symlink cannot be followed: {exc.strerror or exc}"
+        if stat.S_ISREG(st.st_mode):
+            return None
+        return f"symlink to {file_kind(st.st_mode)}, not a regular file; not read"
+    return f"{file_kind(lst.st_mode)}, not a regular file; not read"
+
+
+def _read_job_json(meta_path: Path, warnings: list[str]) -> dict:
+    """job.json as a dict of well-typed fields; anything else is a warning, never fatal."""
+    reason = unreadable_reason(meta_path)
+    if reason:
+        warnings.append(f"{meta_path}: ignored ({reason})")
+        return {}
+    try:
+        if meta_path.stat().st_size > MAX_JOB_JSON:
+            raise ValueError(f"larger than {MAX_JOB_JSON >> 20} MB")
+        with open_regular(meta_path) as fh:
+            meta = json.loads(fh.read().decode("utf-8"))
+        if not isinstance(meta, dict):
+            raise ValueError(f"top level is {type(meta).__name__}, not an object")
+    except (OSError, ValueError, UnicodeDecodeError, RecursionError) as exc:
+        warnings.append(f"{meta_path}: ignored, not valid JSON ({exc})")
+        return {}
+    out: dict = {}
+    for key in ("job_id", "config_id", "status", "framework"):
+        v = meta.get(key)
+        if v is None:
+            continue
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            warnings.append(f"{meta_path}: {key!r} ignored (a {type(v).__name__}, expected a string)")
+            continue
+        out[key] = str(v)
+    nodes = meta.get("nodes")
+    if nodes is not None:
+        if isinstance(nodes, dict):
+            out["nodes"] = {str(k): str(v) for k, v in nodes.items()
+                            if isinstance(v, str | int) and not isinstance(v, bool) and str(v)}
+        else:
+            warnings.append(f"{meta_path}: 'nodes' ignored (a {type(nodes).__name__}, "
+                            "expected an object mapping files to node ids)")
+    return out
 
 
 def discover(job_dir: str | Path) -> JobSpec:
-    """Read ``job.json`` and list node files; raise :class:`JobError` when nothing is usable."""
+    """Read ``job.json`` and list node files; raise :class:`JobError` when nothing is usable.
+
+    Entries that carry a log file's name but cannot be read (a FIFO, a directory, a broken
+    symlink, a symlink loop) are listed in ``unreadable`` with the reason, never opened.
+    """
     root = Path(job_dir)
     if not root.exists():
         raise JobError(f"job directory {root} does not exist")
     if not root.is_dir():
         raise JobError(f"{root} is not a directory (expected JOB/ with logs/ inside)")
-    meta: dict = {}
     warnings: list[str] = []
     meta_path = root / "job.json"
-    if meta_path.exists():
-        try:
-            meta = json.loads(meta_path.read_text(encoding="utf-8"))
-            if not isinstance(meta, dict):
-                raise ValueError("top level is not an object")
-        except (ValueError, UnicodeDecodeError) as exc:
-            warnings.append(f"{meta_path}: ignored, not valid JSON ({exc})")
-            meta = {}
+    meta = _read_job_json(meta_path, warnings) if os.path.lexists(meta_path) else {}
     logs_dir = root / "logs"
     base = logs_dir if logs_dir.is_dir() else root
-    mapping = meta.get("nodes") if isinstance(meta.get("nodes"), dict) else {}
+    mapping = meta.get("nodes") or {}
     files: list[NodeFile] = []
+    unreadable: list[dict] = []
     seen: dict[str, str] = {}
-    for path in sorted(base.rglob("*")):
-        if not is_log_file(path):
+    try:
+        entries = sorted(base.rglob("*"))
+    except OSError as exc:
+        raise JobError(f"cannot list {base}: {exc.strerror or exc}") from exc
+    for path in entries:
+        if not has_log_name(path):
             continue
         rel = path.relative_to(root).as_posix()
+        reason = unreadable_reason(path)
+        if reason:
+            unreadable.append({"file": rel, "status": "unreadable", "error": reason})
+            warnings.append(f"{rel}: not read ({reason})")
+            continue
         node = str(mapping.get(rel) or node_id_for(path))
         if node in seen:
             # Two files for one node (e.g. .out and .err): keep both, distinct ids.
@@ -99,18 +180,62 @@ def discover(job_dir: str | Path) -> JobSpec:
         seen[node] = rel
         files.append(NodeFile(node=node, path=path, rel=rel))
     if not files:
+        extra = f"; {len(unreadable)} unreadable: " + "; ".join(
+            f"{u['file']} ({u['error']})" for u in unreadable[:3]) if unreadable else ""
         raise JobError(
             f"no node log files under {base} (looked for *{', *'.join(LOG_SUFFIXES)} and .gz)"
+            + extra
         )
     return JobSpec(
         root=root,
         job_id=str(meta.get("job_id") or root.resolve().name),
-        config_id=str(meta["config_id"]) if meta.get("config_id") is not None else None,
+        config_id=meta.get("config_id"),
         status=meta.get("status"),
         framework=meta.get("framework"),
         files=files,
         warnings=warnings,
+        unreadable=unreadable,
     )
+
+
+def _log_entries(root: Path) -> Iterator[os.stat_result]:
+    """lstat of every regular file with a log name under ``root/logs`` (else ``root``);
+    symlinks are not followed, so the walk cannot loop and the shell emitter agrees."""
+    base = root / "logs" if (root / "logs").is_dir() else root
+    for dirpath, _dirs, names in os.walk(base, followlinks=False):
+        for name in names:
+            if not has_log_name(Path(name)):
+                continue
+            try:
+                st = os.lstat(os.path.join(dirpath, name))
+            except OSError:
+                continue
+            if stat.S_ISREG(st.st_mode):
+                yield st
+
+
+def logs_fingerprint(job_dir: str | Path) -> str:
+    """``files:bytes:newest mtime (ns)`` of the node files: changes when any log changes,
+    so a re-delivered event for logs that grew since is diagnosed again."""
+    n = total = newest = 0
+    for st in _log_entries(Path(job_dir)):
+        n, total, newest = n + 1, total + st.st_size, max(newest, st.st_mtime_ns)
+    return f"{n}:{total}:{newest}"
+
+
+def failure_key(job_dir: str | Path, *, job_id: str | None = None,
+                end_time: str | None = None) -> str:
+    """The id of one failure, the same however often (and by whom) it is reported.
+
+    ``job:<job id>@<end time>`` when the scheduler says when the job ended, else
+    ``dir:<absolute log directory>@<newest log mtime, whole seconds>``, which
+    ``deployments/l4-emit.sh`` computes the same way with ``find``.
+    """
+    if job_id and end_time:
+        return f"job:{job_id}@{end_time}"
+    root = Path(job_dir).expanduser().absolute()
+    newest = max((st.st_mtime_ns for st in _log_entries(root)), default=0)
+    return f"dir:{root}@{newest // 1_000_000_000}"
 
 
 @dataclass
@@ -125,13 +250,27 @@ class ReadStats:
 
 class _GzipReader:
     """Streaming gunzip over raw reads: unlike ``gzip.open().read(n)``, data decoded before a
-    truncation or a corrupt member is still returned; the problem is raised afterwards."""
+    truncation or a corrupt member is still returned; the problem is raised afterwards.
 
-    def __init__(self, path: Path):
-        self.fh = open(path, "rb")
+    Inflation is bounded (``max_length``): a few MB of compressed NULs that inflate to GBs
+    cost one block of memory, exactly like a plain file, never the inflated size.
+    """
+
+    def __init__(self, fh: BinaryIO):
+        self.fh = fh
         self.dec = zlib.decompressobj(wbits=31)
+        self.tail = b""  # compressed input not yet inflated (max_length stopped early)
         self.pending: Exception | None = None
         self.done = False
+
+    def _inflate(self, raw: bytes, room: int) -> bytes:
+        out = self.dec.decompress(raw, room)
+        self.tail = self.dec.unconsumed_tail
+        if self.dec.eof and self.dec.unused_data:  # multi-member gzip: next member
+            rest = self.dec.unused_data
+            self.dec = zlib.decompressobj(wbits=31)
+            self.tail = rest
+        return out
 
     def read(self, size: int) -> bytes:
         if self.pending is not None:
@@ -140,18 +279,18 @@ class _GzipReader:
         out: list[bytes] = []
         have = 0
         while have < size and not self.done:
-            raw = self.fh.read(1 << 20)
-            if not raw:
-                self.done = True
-                if not self.dec.eof:
-                    self.pending = EOFError("compressed file ended before the end-of-stream marker")
-                break
+            if self.tail:
+                raw = self.tail
+            else:
+                raw = self.fh.read(1 << 20)
+                if not raw:
+                    self.done = True
+                    if not self.dec.eof:
+                        self.pending = EOFError(
+                            "compressed file ended before the end-of-stream marker")
+                    break
             try:
-                chunk = self.dec.decompress(raw)
-                while self.dec.eof and self.dec.unused_data:  # multi-member gzip
-                    rest = self.dec.unused_data
-                    self.dec = zlib.decompressobj(wbits=31)
-                    chunk += self.dec.decompress(rest)
+                chunk = self._inflate(raw, size - have)
             except zlib.error as exc:
                 self.done = True
                 self.pending = exc
@@ -171,10 +310,46 @@ class _GzipReader:
         self.fh.close()
 
 
+class NotRegularFile(OSError):
+    """A path that is not a regular file (FIFO, socket, device, directory): never read."""
+
+
+def file_kind(mode: int) -> str:
+    """What a stat mode is, in words for the report ("a FIFO", "a directory", ...)."""
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"),
+                       (stat.S_ISSOCK, "a socket"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISLNK, "a symlink")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def open_regular(path: Path) -> BinaryIO:
+    """Open ``path`` for reading only if it is a regular file.
+
+    ``O_NONBLOCK`` makes opening a FIFO return at once instead of waiting for a writer,
+    and the type is checked on the opened descriptor (``fstat``), so a file swapped for a
+    FIFO after discovery is still refused without one byte being read.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0)
+    fd = os.open(path, flags)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(f"{file_kind(st.st_mode)}, not a regular file; not read")
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _raw_stream(path: Path):
+    fh = open_regular(path)
     if path.name.endswith(".gz"):
-        return _GzipReader(path)
-    return open(path, "rb")
+        return _GzipReader(fh)
+    return fh
 
 
 def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
@@ -187,8 +362,11 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
     """
     try:
         fh = _raw_stream(path)
+    except NotRegularFile as exc:
+        stats.error = str(exc)
+        return
     except OSError as exc:
-        stats.error = f"cannot open: {exc}"
+        stats.error = f"cannot open: {exc.strerror or exc}"
         return
     carry = b""
     skipping = False

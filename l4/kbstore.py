@@ -21,7 +21,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -41,6 +41,15 @@ _NORMAL_FIELDS = ("template", "total_count", "n_nodes_with", "n_nodes", "max_per
 
 # Numbered migrations after the base schema (version -> list of SQL statements).
 MIGRATIONS: dict[int, list[str]] = {}
+
+# --- migration 2: idempotent diagnoses ------------------------------------------------------
+# failure_key: the id of the failure a diagnosis is for (l4.ingest.failure_key), so the same
+# failure delivered twice is stored once; logs_fingerprint: the node files' state when it
+# was diagnosed, so a re-delivery after the logs changed is diagnosed again.
+MIGRATIONS[2] = [
+    "ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS failure_key VARCHAR",
+    "ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS logs_fingerprint VARCHAR",
+]
 
 
 class KBError(RuntimeError):
@@ -116,7 +125,9 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
     delay = 0.02
     while True:
         try:
-            return duckdb.connect(str(path))
+            # never fetch or load extensions: a SQLite (or other foreign) file at the KB
+            # path would otherwise make DuckDB try to download a scanner for it
+            return duckdb.connect(str(path), config=_CONNECT_CONFIG)
         except duckdb.Error as exc:
             msg = str(exc)
             if any(m in msg for m in _LOCK_MARKERS):
@@ -128,24 +139,50 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
                 time.sleep(delay * (0.5 + random.random()))
                 delay = min(delay * 2, 0.5)
                 continue
-            if "not a valid DuckDB database" in msg or "Serialization" in msg or "Corrupt" in msg:
-                raise KBError(
-                    f"{path} exists but is not an l4 knowledge base (not a readable DuckDB "
-                    f"file); it was left untouched — move it away or choose another --kb/L4_KB"
-                ) from exc
-            raise KBError(f"cannot open the knowledge base {path}: {msg}") from exc
+            raise _kb_error(path, exc) from exc
+
+
+_CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+_DAMAGE_MARKERS = ("Corrupt", "checksum", "Could not read", "not a valid DuckDB", "Serialization",
+                   "Failed to download extension", "extension", "INTERNAL Error",
+                   "database has been invalidated", "Catalog Error")
+_FULL_MARKERS = ("No space left", "Disk quota exceeded", "File too large")
+
+
+def restore_hint(path: Path) -> str:
+    return (f"restore a backup (`cp BACKUP {path}`; `l4 kb backup FILE` makes one) or move "
+            f"{path} away to start a new knowledge base")
+
+
+def _kb_error(path: Path, exc: BaseException) -> KBError:
+    """A DuckDB failure as one line that names the file and says what to do."""
+    msg = " ".join(str(exc).split())
+    if any(m in msg for m in _FULL_MARKERS):
+        return KBError(f"cannot write the knowledge base {path}: the disk is full ({msg[:200]}); "
+                       "nothing was changed and the previous state is intact; free space and retry")
+    if any(m in msg for m in _DAMAGE_MARKERS) or isinstance(
+            exc, duckdb.IOException | duckdb.SerializationException | duckdb.InternalException):
+        return KBError(f"{path} is damaged or not an l4 knowledge base ({msg[:200]}); it was "
+                       f"left untouched: {restore_hint(path)}")
+    return KBError(f"knowledge base {path}: {msg[:300]}")
 
 
 @contextmanager
 def connect(kb: Path | str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-    """A migrated, seeded connection that is closed on exit (never keep it around)."""
+    """A migrated, seeded connection that is closed on exit (never keep it around).
+
+    Any DuckDB failure inside (a damaged file, a full disk) becomes a :class:`KBError`
+    naming the file; DuckDB itself guarantees the file keeps its last committed state."""
     path = resolve_kb(kb)
     con = _open(path)
     try:
         _prepare(con, path)
         yield con
+    except duckdb.Error as exc:
+        raise _kb_error(path, exc) from exc
     finally:
-        con.close()
+        with suppress(duckdb.Error):
+            con.close()
 
 
 @contextmanager
@@ -156,9 +193,15 @@ def transaction(kb: Path | str | None = None) -> Iterator[duckdb.DuckDBPyConnect
         try:
             yield con
         except BaseException:
-            con.execute("ROLLBACK")
+            with suppress(duckdb.Error):
+                con.execute("ROLLBACK")
             raise
-        con.execute("COMMIT")
+        try:
+            con.execute("COMMIT")
+        except duckdb.Error:
+            with suppress(duckdb.Error):
+                con.execute("ROLLBACK")
+            raise
 
 
 def _tables(con: duckdb.DuckDBPyConnection) -> set[str]:
@@ -183,7 +226,7 @@ def _prepare(con: duckdb.DuckDBPyConnection, path: Path) -> None:
         if tables:
             raise KBError(
                 f"{path} is a DuckDB file but not an l4 knowledge base (it has tables "
-                f"{sorted(tables)[:5]} and no kb_meta); it was left untouched"
+                f"{sorted(tables)[:5]} and no kb_meta); it was left untouched: {restore_hint(path)}"
             )
         con.execute("BEGIN TRANSACTION")
         try:
@@ -194,7 +237,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, path: Path) -> None:
             _load_seed(con)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            with suppress(duckdb.Error):
+                con.execute("ROLLBACK")
             raise
         return
     version = int(_meta(con, "schema_version") or 0)
@@ -211,7 +255,8 @@ def _prepare(con: duckdb.DuckDBPyConnection, path: Path) -> None:
                 _load_seed(con)
             con.execute("COMMIT")
         except BaseException:
-            con.execute("ROLLBACK")
+            with suppress(duckdb.Error):
+                con.execute("ROLLBACK")
             raise
 
 
@@ -493,36 +538,70 @@ def _new_diag_id() -> str:
 
 
 def record_diagnosis(report: dict, *, kb: Path | str | None = None) -> str:
-    """Store a diagnosis report as pending and return its id."""
+    """Store a diagnosis report as pending and return its id.
+
+    A report carrying ``failure_key`` is stored at most once per failure: while a
+    diagnosis of that failure is pending, it is updated in place (a retried or forced run,
+    or logs that changed) and keeps its id; once an SRE decided it, the same logs return
+    the decided diagnosis untouched and changed logs get one new pending diagnosis.  The
+    check and the write are one transaction, so two runs racing on one failure store one.
+    """
     if not isinstance(report, dict):
         raise KBError("a diagnosis report must be a JSON object")
     try:
         text = json.dumps(report, sort_keys=True, default=str)
     except (TypeError, ValueError) as exc:
         raise KBError(f"the report cannot be stored as JSON: {exc}") from exc
-    did = _new_diag_id()
+    key = _opt_str(report.get("failure_key"))
+    fp = _opt_str(report.get("logs_fingerprint"))
     with transaction(kb) as con:
+        if key:
+            rows = con.execute(
+                "SELECT id, status, logs_fingerprint FROM diagnoses WHERE failure_key = ? "
+                "ORDER BY created_at DESC, id DESC", [key]).fetchall()
+            pending = [r for r in rows if r[1] == "pending"]
+            if pending:
+                con.execute("UPDATE diagnoses SET report = ?, logs_fingerprint = ? WHERE id = ?",
+                            [text, fp, pending[0][0]])
+                return pending[0][0]
+            same = [r for r in rows if r[2] == fp]
+            if same:
+                return same[0][0]
+        did = _new_diag_id()
         con.execute(
-            "INSERT INTO diagnoses (id, job_id, config_id, created_at, report, status) "
-            "VALUES (?, ?, ?, ?, ?, 'pending')",
-            [did, _opt_str(report.get("job_id")), _opt_str(report.get("config_id")), _now(), text],
+            "INSERT INTO diagnoses (id, job_id, config_id, created_at, report, status, "
+            "failure_key, logs_fingerprint) VALUES (?, ?, ?, ?, ?, 'pending', ?, ?)",
+            [did, _opt_str(report.get("job_id")), _opt_str(report.get("config_id")), _now(),
+             text, key, fp],
         )
     return did
+
+
+def find_diagnosis(failure_key: str, *, kb: Path | str | None = None) -> dict | None:
+    """The newest diagnosis stored for this failure (see :func:`record_diagnosis`), or None."""
+    with connect(kb) as con:
+        row = con.execute(
+            f"SELECT {_DIAG_COLS} FROM diagnoses WHERE failure_key = ? "
+            "ORDER BY (status = 'pending') DESC, created_at DESC, id DESC LIMIT 1",
+            [failure_key]).fetchone()
+    return _diag_row(row) if row else None
 
 
 def _opt_str(v: Any) -> str | None:
     return None if v is None else str(v)
 
 
-_DIAG_COLS = "id, job_id, config_id, created_at, report, status, decided_by, decided_at, pattern_id, reason"
+_DIAG_COLS = ("id, job_id, config_id, created_at, report, status, decided_by, decided_at, "
+              "pattern_id, reason, failure_key, logs_fingerprint")
 
 
 def _diag_row(row: tuple) -> dict:
-    did, job, cfg, created, report, status, by, at, pid, reason = row
+    did, job, cfg, created, report, status, by, at, pid, reason, key, fp = row
     return {
         "id": did, "job_id": job, "config_id": cfg, "created_at": _iso(created),
         "status": status, "decided_by": by, "decided_at": _iso(at),
         "pattern_id": pid, "reason": reason, "report": json.loads(report),
+        "failure_key": key, "logs_fingerprint": fp,
     }
 
 
@@ -764,13 +843,15 @@ def import_kb(doc: dict, *, kb: Path | str | None = None, replace: bool = False)
         for d in diags:
             con.execute("DELETE FROM diagnoses WHERE id = ?", [d["id"]])
             con.execute(
-                f"INSERT INTO diagnoses ({_DIAG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO diagnoses ({_DIAG_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     str(d["id"]), _opt_str(d.get("job_id")), _opt_str(d.get("config_id")),
                     _parse_ts(d.get("created_at")) or now,
                     json.dumps(d["report"], sort_keys=True, default=str),
                     d.get("status", "pending"), d.get("decided_by"), _parse_ts(d.get("decided_at")),
                     d.get("pattern_id"), d.get("reason"),
+                    _opt_str(d.get("failure_key") or d["report"].get("failure_key")),
+                    _opt_str(d.get("logs_fingerprint") or d["report"].get("logs_fingerprint")),
                 ],
             )
         for key in {(r[0], r[1]) for r in normal}:
@@ -782,3 +863,91 @@ def import_kb(doc: dict, *, kb: Path | str | None = None, replace: bool = False)
             )
     return {"patterns": len(pats), "diagnoses": len(diags), "normal_rows": len(normal)}
 
+
+
+# --- durability: backup and check -----------------------------------------------------------
+
+_TABLES = ("kb_meta", "patterns", "pattern_vectors", "diagnoses", "normal_rows")
+
+
+def backup_kb(dest: Path | str, *, kb: Path | str | None = None) -> dict:
+    """Copy the knowledge base to ``dest`` as one consistent, checked DuckDB file.
+
+    The source is checkpointed and copied while this process holds it (no writer can
+    interleave), the copy goes to a temporary file next to ``dest``, is fsynced, checked
+    with :func:`check_kb` and only then renamed over ``dest``: a full disk or a crash
+    never leaves a half-written backup under that name.
+    """
+    import shutil
+
+    path = resolve_kb(kb)
+    dest = Path(dest).expanduser()
+    if dest.resolve() == path.resolve():
+        raise KBError(f"the backup must not be the knowledge base itself ({path})")
+    if dest.is_dir():
+        raise KBError(f"{dest} is a directory; give the backup's file name")
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
+    with connect(path) as con:
+        con.execute("CHECKPOINT")
+        try:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, tmp)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            with suppress(OSError):
+                tmp.unlink()
+            raise KBError(f"cannot write the backup {dest}: {exc.strerror or exc}; "
+                          "nothing was replaced") from exc
+    try:
+        report = check_kb(kb=tmp)
+        if not report["ok"]:
+            raise KBError(f"the backup did not check out ({'; '.join(report['problems'])}); "
+                          f"{dest} was not written")
+        os.replace(tmp, dest)
+    finally:
+        with suppress(OSError):
+            tmp.unlink()
+        with suppress(OSError):
+            Path(str(tmp) + ".wal").unlink()
+    report["backup"] = str(dest)
+    return report
+
+
+def check_kb(*, kb: Path | str | None = None) -> dict:
+    """Read every row of every table; report counts and problems (never modifies a file
+    that is not already an l4 knowledge base).
+
+    DuckDB verifies a checksum for every block it reads, so reading everything finds a
+    damaged file; each stored report must also parse as JSON.
+    """
+    path = resolve_kb(kb)
+    if not path.exists():
+        raise KBError(f"no knowledge base at {path}")
+    problems: list[str] = []
+    counts: dict[str, int] = {}
+    version = None
+    try:
+        with connect(path) as con:
+            version = int(_meta(con, "schema_version") or 0)
+            missing = set(_TABLES) - _tables(con)
+            if missing:
+                problems.append(f"missing tables {sorted(missing)}")
+            for t in _TABLES:
+                if t in missing:
+                    continue
+                rows = con.execute(f"SELECT * FROM {t}").fetchall()
+                counts[t] = len(rows)
+            for did, text in con.execute("SELECT id, report FROM diagnoses").fetchall():
+                try:
+                    json.loads(text)
+                except ValueError:
+                    problems.append(f"diagnosis {did}: stored report is not JSON")
+            bad = con.execute("SELECT count(*) FROM patterns WHERE embedding IS NOT NULL "
+                              "AND len(embedding) != 384").fetchone()[0]
+            if bad:
+                problems.append(f"{bad} pattern embedding(s) of the wrong size")
+    except KBError as exc:
+        problems.append(str(exc))
+    return {"kb": str(path), "ok": not problems, "schema_version": version, "counts": counts,
+            "problems": problems}

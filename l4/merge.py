@@ -158,7 +158,9 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
             {"file": s.rel, "node": s.node, "lines": s.n_lines, "bytes": s.size,
              "status": s.status, "error": s.error}
             for s in scans
-        ],
+        ] + [{"file": u["file"], "node": None, "lines": 0, "bytes": 0,
+              "status": "unreadable", "error": u["error"]}
+             for u in getattr(spec, "unreadable", [])],
     )
 
 

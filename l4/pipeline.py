@@ -60,12 +60,32 @@ def record(report: dict, *, kb: Path | None = None) -> dict:
 
 def diagnose_and_record(job: Path, baselines: list[Path], *, kb: Path | None = None,
                         templates: Path | None = None, use_kb: bool = True,
-                        workers: int | None = None) -> dict:
-    """Engine + normal pool + root causes + recording, the whole manual run."""
+                        workers: int | None = None, failure_key: str | None = None,
+                        force: bool = False) -> dict:
+    """Engine + normal pool + root causes + recording, the whole manual run.
+
+    With the knowledge base, a failure already diagnosed from the same logs returns the
+    stored report (``already_diagnosed``) unless ``force`` (``l4.idempotency``)."""
     spec_config = discover(job).config_id
+    fid = None
+    if use_kb:
+        from l4.idempotency import identify, previous_report
+
+        fid = identify(job, failure_key)
+        if not force:
+            try:
+                previous = previous_report(fid, kb=kb)
+            except Exception as exc:  # a broken KB is reported when recording
+                print(f"warning: cannot look up earlier diagnoses ({exc})", file=sys.stderr)
+                previous = None
+            if previous is not None:
+                return previous
     pool = _load_pool(spec_config, kb) if use_kb else None
     report = diagnose(job, baselines, store_path=templates, pool_rows=pool, workers=workers)
-    if use_kb:
+    if use_kb and fid is not None:
+        from l4.idempotency import stamp
+
+        stamp(report, fid)
         attach_root_causes(report, kb=kb)
         record(report, kb=kb)
     return report

@@ -19,6 +19,7 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     state = tmp_path_factory.mktemp("l4state")
     monkeypatch.setenv("L4_KB", str(state / "kb.duckdb"))
     monkeypatch.setenv("L4_TEMPLATES", str(state / "templates.drain3"))
+    monkeypatch.setenv("L4_SPOOL", str(state / "spool"))
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     yield

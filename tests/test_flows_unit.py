@@ -150,8 +150,10 @@ def test_job_event_defaults_come_from_job_json(tmp_path):
     ev = job_event("failed", job)
     assert ev["event"] == FAILED
     assert ev["resource"]["prefect.resource.id"] == "l4.job.job-7"
+    newest = max(p.stat().st_mtime_ns for p in (job / "logs").iterdir()) // 10**9
     assert ev["payload"] == {"job_dir": str(job.absolute()), "job_id": "job-7",
-                             "config_id": "cfg-x", "baselines": []}
+                             "config_id": "cfg-x", "baselines": [],
+                             "failure_key": f"dir:{job.absolute()}@{newest}"}
     ev = job_event("succeeded", job, job_id="slurm-12", config_id="cfg-y", baselines=[job])
     assert ev["event"] == SUCCEEDED
     assert ev["payload"]["job_id"] == "slurm-12" and ev["payload"]["config_id"] == "cfg-y"
@@ -180,6 +182,7 @@ def test_events_validate_as_prefect_events(tmp_path):
 
 def _shell(script: str, *args: str, env: dict | None = None) -> subprocess.CompletedProcess:
     full = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "SLURM_", "L4_"))}
+    full["L4_SPOOL"] = os.environ.get("L4_SPOOL", "/nonexistent/l4-test-spool")
     full.update(env or {})
     return subprocess.run(["bash", str(DEPLOY / script), *args], env=full, text=True,
                           capture_output=True, timeout=60)
@@ -399,14 +402,85 @@ def test_serve_reports_an_unreachable_server(tmp_path):
     assert res.exit_code == 2 and "does not answer" in res.output
 
 
-def test_emit_reports_an_unreachable_server(tmp_path):
+def test_emit_spools_when_the_server_is_unreachable(tmp_path, monkeypatch):
+    """Nothing listens: the event is spooled (one whole file), the command says so and
+    exits 0; a flush with the server still away keeps every file and exits 1."""
     from prefect.settings import PREFECT_API_URL, temporary_settings
     from prefect_fixtures import free_port
 
+    from flows.events import spooled
+
+    spool = tmp_path / "spool"
+    monkeypatch.setenv("L4_SPOOL", str(spool))
     job = make_job(tmp_path / "j", nodes=1, iterations=2)
     with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
         res = runner.invoke(cli(), ["emit", "failed", str(job)])
-    assert res.exit_code == 1 and "could not send" in res.output
+        assert res.exit_code == 0 and "spooled" in res.output, res.output
+        res = runner.invoke(cli(), ["emit", "failed", str(job), "--job-id", "second"])
+        assert res.exit_code == 0 and "2 event(s) waiting" in res.output, res.output
+        files = spooled(spool)
+        assert len(files) == 2 and not list(spool.glob(".*.tmp"))
+        events = [json.loads(f.read_text())[0] for f in files]
+        assert [e["payload"]["job_id"] for e in events] == ["j", "second"]  # oldest first
+        res = runner.invoke(cli(), ["emit", "--flush"])
+        assert res.exit_code == 1 and "2 event(s) still spooled" in res.output
+    assert len(spooled(spool)) == 2
+
+
+def test_emit_gives_up_on_a_silent_server_within_the_timeout(tmp_path, monkeypatch):
+    """A server that accepts the connection and never answers (a hung proxy)."""
+    import socket
+
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    monkeypatch.setenv("L4_SPOOL", str(tmp_path / "spool"))
+    monkeypatch.setenv("L4_EMIT_TIMEOUT", "1")
+    job = make_job(tmp_path / "j", nodes=1, iterations=2)
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(8)
+        port = srv.getsockname()[1]
+        with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
+            t0 = time.monotonic()
+            res = runner.invoke(cli(), ["emit", "failed", str(job)])
+            took = time.monotonic() - t0
+    assert res.exit_code == 0 and "spooled" in res.output and took < 10, (took, res.output)
+
+
+def test_spool_that_cannot_be_written_is_a_clear_error(tmp_path, monkeypatch):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+    from prefect_fixtures import free_port
+
+    (tmp_path / "file").write_text("x")
+    monkeypatch.setenv("L4_SPOOL", str(tmp_path / "file" / "spool"))
+    job = make_job(tmp_path / "j", nodes=1, iterations=2)
+    with temporary_settings({PREFECT_API_URL: f"http://127.0.0.1:{free_port()}/api"}):
+        res = runner.invoke(cli(), ["emit", "failed", str(job)])
+    assert res.exit_code == 1 and "could not spool" in res.output and "Traceback" not in res.output
+
+
+def test_shell_emitter_spools_when_the_server_is_unreachable(tmp_path):
+    from prefect_fixtures import free_port
+
+    spool = tmp_path / "spool"
+    job = make_job(tmp_path / "j", nodes=1, iterations=2)
+    env = {"PREFECT_API_URL": f"http://127.0.0.1:{free_port()}/api", "L4_SPOOL": str(spool),
+           "L4_EMIT_TIMEOUT": "2"}
+    res = _shell("l4-emit.sh", "failed", str(job), env=env)
+    assert res.returncode == 0 and "l4-emit: spooled" in res.stdout, res.stderr
+    [f] = list(spool.glob("*.json"))
+    [ev] = json.loads(f.read_text())
+    assert ev["payload"] == job_event("failed", job.resolve())["payload"]
+    res = _shell("l4-emit.sh", "--flush", env=env)
+    assert res.returncode == 1 and "1 still waiting" in res.stdout
+    # the epilog says where the event went
+    log = tmp_path / "epilog.log"
+    res = _shell("slurm-epilog.sh", env={**env, "SLURM_JOB_ID": "5", "SLURM_JOB_EXIT_CODE": "256",
+                                         "L4_JOB_DIR_PATTERN": str(job),
+                                         "L4_EPILOG_LOG": str(log),
+                                         "L4_EPILOG_ENV": str(tmp_path / "none.env")})
+    assert res.returncode == 0 and "event spooled" in log.read_text()
+    assert len(list(spool.glob("*.json"))) == 2
 
 
 def test_cached_scans_round_trip_and_read_back_from_the_api(tmp_path):
