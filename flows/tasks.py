@@ -27,12 +27,12 @@ from pydantic import Field
 
 from flows.settings import FlowSettings, retry_delays
 from l4.chartdata import healthy_durations
-from l4.crossjob import CrossJobResult, EventStat, filter_events, normal_rows
+from l4.crossjob import CrossJobResult, EventStat, filter_events
 from l4.engine import baseline_stats, baseline_timeline, parse_job
 from l4.indicators import Indicator, select_events
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob
-from l4.phases import Timeline
+from l4.phases import Timeline, pool_rows
 from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
 from l4.spatial import NodeScore, rank_nodes
@@ -275,9 +275,10 @@ def merge(spec: JobSpec, scans: list[NodeScan], base_specs: list[JobSpec],
         parsed_baselines = [parse_job(bs, sc, store)
                             for bs, sc in zip(base_specs, base_scans, strict=True)]
         stats, names, pool_used, warn = baseline_stats(failed, parsed_baselines, pool_rows, store)
+        timeline = baseline_timeline(failed, parsed_baselines, pool_rows, store)
     failed.warnings.extend(skipped + warn)
     return Merged(failed=failed, stats=stats, baseline_jobs=names, pool_used=pool_used,
-                  timeline=baseline_timeline(failed, parsed_baselines),
+                  timeline=timeline,
                   healthy=healthy_durations(parsed_baselines))
 
 
@@ -320,7 +321,7 @@ def report(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
 
 @task(name="normal rows", cache_policy=NO_CACHE, persist_result=False)
 def rows_of(parsed: ParsedJob) -> list[dict]:
-    return normal_rows(parsed)
+    return pool_rows(parsed)
 
 
 # ---------------------------------------------------------------------------------------

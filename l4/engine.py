@@ -24,7 +24,7 @@ from l4.crossjob import (
 from l4.indicators import select_events
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob, merge_scans
-from l4.phases import Timeline, learn_timeline
+from l4.phases import Timeline, learn_timeline, merge_timelines, timeline_from_rows
 from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
 from l4.spatial import rank_nodes
@@ -103,9 +103,17 @@ def usable_baselines(failed: ParsedJob, baselines: Iterable[ParsedJob]) -> list[
             if not (failed.config_id and b.config_id and b.config_id != failed.config_id)]
 
 
-def baseline_timeline(failed: ParsedJob, baselines: Iterable[ParsedJob]) -> Timeline | None:
-    """What the healthy baselines printed, and in which order (``l4.phases``)."""
-    return learn_timeline(usable_baselines(failed, baselines))
+def baseline_timeline(failed: ParsedJob, baselines: Iterable[ParsedJob],
+                      pool_rows: list[dict] | None = None,
+                      store: TemplateStore | None = None) -> Timeline | None:
+    """What the healthy baselines and the stored pool printed, and in which order
+    (``l4.phases``); ``store`` matches the pool's template texts."""
+    learned = learn_timeline(usable_baselines(failed, baselines))
+    phased = [r for r in pool_rows or [] if r.get("phase")]
+    if not phased or store is None:
+        return learned
+    pooled = timeline_from_rows(phased, store.match, jobs=len({r.get("job_id") for r in phased}))
+    return merge_timelines(learned, pooled)
 
 
 def analyze_job(failed: ParsedJob, stats: dict[int, EventStat] | None, *,
@@ -157,8 +165,8 @@ def diagnose(
             parsed_baselines.append(parse_job(bs, scans[k: k + len(bs.files)], store))
             k += len(bs.files)
         stats, names, pool_used, warn = baseline_stats(failed, parsed_baselines, pool_rows, store)
+        timeline = baseline_timeline(failed, parsed_baselines, pool_rows, store)
     failed.warnings.extend(skipped + warn)
-    timeline = baseline_timeline(failed, parsed_baselines)
     t_parse = time.perf_counter()
     report = analyze_job(failed, stats, baseline_jobs=names, pool_used=pool_used,
                          timeline=timeline)

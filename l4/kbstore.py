@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -50,6 +50,21 @@ MIGRATIONS[2] = [
     "ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS failure_key VARCHAR",
     "ALTER TABLE diagnoses ADD COLUMN IF NOT EXISTS logs_fingerprint VARCHAR",
 ]
+
+
+# --- migration 3: phase timelines in the normal pool --------------------------------------
+# Where each event sits in a healthy run (start-up, loop, end; its place in the start-up;
+# the stage that place names; whether it counted the steps): l4.phases, so a stored pool
+# teaches stage and iteration as baselines on the command line do.
+MIGRATIONS[3] = [
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS phase VARCHAR",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS place DOUBLE",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS stage VARCHAR",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS named VARCHAR",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS share DOUBLE",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS counter BOOLEAN",
+]
+_PHASE_FIELDS = ("phase", "place", "stage", "named", "share", "counter")
 
 
 class KBError(RuntimeError):
@@ -739,12 +754,30 @@ def reject_diagnosis(diag_id: str, *, reason: str, by: str | None = None,
 
 def _normal_row(row: dict) -> tuple:
     try:
-        return (
+        base = (
             str(row["template"]), int(row["total_count"]), int(row["n_nodes_with"]),
             int(row["n_nodes"]), int(row["max_per_node"]), int(row["lines_total"]),
         )
+        place, share = row.get("place"), row.get("share")
+        phases = (
+            _opt_str(row.get("phase")), None if place is None else float(place),
+            _opt_str(row.get("stage")), _opt_str(row.get("named")),
+            None if share is None else float(share),
+            None if row.get("counter") is None else bool(row.get("counter")),
+        )
     except (KeyError, TypeError, ValueError) as exc:
         raise KBError(f"invalid normal-pool row {row!r}: needs {', '.join(_NORMAL_FIELDS)}") from exc
+    return base + phases
+
+
+def _opt_str(v) -> str | None:
+    return None if v is None else str(v)
+
+
+_NORMAL_INSERT = (
+    f"INSERT INTO normal_rows (config_id, job_id, {', '.join(_NORMAL_FIELDS)}, "
+    f"{', '.join(_PHASE_FIELDS)}, added_at) VALUES ({', '.join('?' * 15)})"
+)
 
 
 def add_normal_job(config_id: str, job_id: str, rows: list[dict], *,
@@ -757,20 +790,18 @@ def add_normal_job(config_id: str, job_id: str, rows: list[dict], *,
         con.execute("DELETE FROM normal_rows WHERE config_id = ? AND job_id = ?", [config_id, job_id])
         if values:
             now = _now()
-            con.executemany(
-                "INSERT INTO normal_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*v, now) for v in values],
-            )
+            con.executemany(_NORMAL_INSERT, [(*v, now) for v in values])
 
 
 def load_normal_rows(config_id: str, *, kb: Path | str | None = None) -> list[dict]:
     with connect(kb) as con:
         rows = con.execute(
-            f"SELECT job_id, {', '.join(_NORMAL_FIELDS)} FROM normal_rows "
+            f"SELECT job_id, {', '.join(_NORMAL_FIELDS + _PHASE_FIELDS)} FROM normal_rows "
             "WHERE config_id = ? ORDER BY job_id, template",
             [config_id],
         ).fetchall()
-    return [{"job_id": r[0], **dict(zip(_NORMAL_FIELDS, r[1:], strict=True))} for r in rows]
+    return [{"job_id": r[0], **dict(zip(_NORMAL_FIELDS + _PHASE_FIELDS, r[1:], strict=True))}
+            for r in rows]
 
 
 # --- export / import ----------------------------------------------------------------------
@@ -784,8 +815,8 @@ def export_kb(*, kb: Path | str | None = None) -> dict:
         diags = [_diag_row(r) for r in con.execute(
             f"SELECT {_DIAG_COLS} FROM diagnoses ORDER BY id").fetchall()]
         normal = con.execute(
-            f"SELECT config_id, job_id, {', '.join(_NORMAL_FIELDS)}, added_at FROM normal_rows "
-            "ORDER BY config_id, job_id, template"
+            f"SELECT config_id, job_id, {', '.join(_NORMAL_FIELDS)}, added_at, "
+            f"{', '.join(_PHASE_FIELDS)} FROM normal_rows ORDER BY config_id, job_id, template"
         ).fetchall()
         version = int(_meta(con, "schema_version") or SCHEMA_VERSION)
     return {
@@ -795,7 +826,7 @@ def export_kb(*, kb: Path | str | None = None) -> dict:
         "diagnoses": diags,
         "normal_rows": [
             {"config_id": r[0], "job_id": r[1], **dict(zip(_NORMAL_FIELDS, r[2:8], strict=True)),
-             "added_at": _iso(r[8])}
+             "added_at": _iso(r[8]), **dict(zip(_PHASE_FIELDS, r[9:], strict=True))}
             for r in normal
         ],
     }
@@ -858,8 +889,8 @@ def import_kb(doc: dict, *, kb: Path | str | None = None, replace: bool = False)
             con.execute("DELETE FROM normal_rows WHERE config_id = ? AND job_id = ?", list(key))
         if normal:
             con.executemany(
-                "INSERT INTO normal_rows VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*r[:8], r[8] or now) for r in normal],
+                _NORMAL_INSERT,
+                [(*r[:14], r[14] or now) for r in normal],
             )
     return {"patterns": len(pats), "diagnoses": len(diags), "normal_rows": len(normal)}
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from l4.crossjob import normal_rows
 from l4.iterations import find_counter
 from l4.merge import ParsedJob
 from l4.profiles import EARLY, choose_profile
@@ -221,6 +222,23 @@ def timeline_rows(tl: Timeline) -> list[dict]:
         }
         for cid, ph in tl.phase.items()
     ]
+
+
+def pool_rows(job: ParsedJob) -> list[dict]:
+    """A healthy job's rows for the stored normal pool: its event statistics
+    (``l4.crossjob.normal_rows``) and where each event sits in its timeline, so that a
+    stored pool teaches stage and iteration as baselines do."""
+    rows = normal_rows(job)
+    tl = learn_timeline([job])
+    if tl is None:
+        return rows
+    by_text = {row["template"]: row for row in timeline_rows(tl)}
+    out = []
+    for row in rows:
+        extra = by_text.get(row["template"])
+        out.append({**row, **{k: v for k, v in extra.items() if k != "template"}}
+                   if extra else row)
+    return out
 
 
 def timeline_from_rows(rows: list[dict], match, jobs: int = 1) -> Timeline | None:

@@ -108,9 +108,9 @@ def check_learnable(spec, config_id: str | None, hint: str = "--config-id") -> s
 def learn_normal(job: Path, *, config_id: str | None = None, kb: Path | None = None,
                  templates: Path | None = None) -> dict:
     """A successful job's events enter the normal pool of its configuration."""
-    from l4.crossjob import normal_rows
     from l4.engine import parse_job, scan_files
     from l4.kbstore import add_normal_job
+    from l4.phases import pool_rows
     from l4.templates import default_store_path, open_store
 
     spec = discover(job)
@@ -118,6 +118,6 @@ def learn_normal(job: Path, *, config_id: str | None = None, kb: Path | None = N
     scans = scan_files(spec.files)
     with open_store(templates or os.environ.get("L4_TEMPLATES") or default_store_path()) as store:
         parsed = parse_job(spec, scans, store)
-    rows = normal_rows(parsed)
+    rows = pool_rows(parsed)
     add_normal_job(cfg, spec.job_id, rows, kb=kb)
     return {"job_id": spec.job_id, "config_id": cfg, "events": len(rows)}

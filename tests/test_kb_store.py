@@ -312,7 +312,11 @@ def test_normal_pool_add_replace_and_isolation(kb: Path) -> None:
     rows = kbstore.load_normal_rows("cfg-a", kb=kb)
     assert len(rows) == 3 and {r["job_id"] for r in rows} == {"j1", "j2"}
     assert {k for r in rows for k in r} == {"job_id", "template", "total_count", "n_nodes_with",
-                                            "n_nodes", "max_per_node", "lines_total"}
+                                            "n_nodes", "max_per_node", "lines_total",
+                                            # where the event sits in a healthy run (l4.phases)
+                                            "phase", "place", "stage", "named", "share",
+                                            "counter"}
+    assert all(r["phase"] is None for r in rows)  # rows that carry no timeline
     kbstore.add_normal_job("cfg-a", "j1", [_row("c")], kb=kb)  # re-adding replaces
     assert sorted(r["template"] for r in kbstore.load_normal_rows("cfg-a", kb=kb)) == ["a <*>", "c"]
     assert kbstore.load_normal_rows("nope", kb=kb) == []

@@ -106,3 +106,27 @@ def test_counter_in_an_unknown_format_makes_a_training_failure(tmp_path):
     # the same without any healthy reference: the counter alone decides
     alone = diagnose(failed, store_path=False)
     assert alone["stage"] == "training"
+
+
+def test_a_stored_normal_pool_teaches_the_timeline(tmp_path):
+    """Healthy runs learnt with ``l4 learn`` into the knowledge base place a failure as
+    baselines on the command line do: the pool keeps each event's phase and place."""
+    from l4.kbstore import load_normal_rows
+    from l4.pipeline import diagnose_and_record, learn_normal
+
+    kb = tmp_path / "kb.duckdb"
+    for i, n in enumerate((4, 3)):
+        learn_normal(healthy(tmp_path / f"b{i}", n), kb=kb)
+    rows = load_normal_rows("cfg-a", kb=kb)
+    assert any(r["phase"] == STARTUP and r["stage"] == "data_loading"
+               and "validation split" in r["template"] for r in rows)
+    assert any(r["counter"] for r in rows)
+    nodes = {f"n{r}": node_log(r, 0, stop_startup=len(STARTUP_LINES) - 1,
+                               fail="torch.distributed.DistStoreError: wait timeout after 30000ms")
+             for r in (0, 1, 3)}
+    nodes["n2"] = node_log(2, 0, fail="ValueError: corrupt record 17 in shard 3", stop_startup=3)
+    failed = write_job(tmp_path / "failed", nodes)
+    report = diagnose_and_record(failed, [], kb=kb)
+    assert report["baseline"]["pool"] is True
+    assert report["nodes"][0]["node"] == "n2"
+    assert report["stage"] == "data_loading"
