@@ -29,20 +29,16 @@ from flows.parsing import parse_files
 from flows.recovery import record_failed, retry_crashed
 from flows.settings import load_settings
 from flows.tasks import (
-    cross_job,
     discover_baseline,
     discover_job,
-    indicators,
     io_options,
     load_pool,
     merge,
     publish,
-    report,
     retry_if_transient,
     root_causes,
-    spatial,
+    run_analysis,
     store_report,
-    temporal,
 )
 from l4.chartdata import attach_healthy_band
 
@@ -151,12 +147,7 @@ def diagnose_job(
     merged = merge.with_options(**io)(quote(spec), quote(scans), quote(base_specs),
                                       quote(base_scans), skipped, quote(pool), templates)
     t_merge = time.perf_counter()
-    failed = quote(merged.failed)
-    cross = quote(cross_job(quote(merged)))
-    ranked = quote(spatial(failed, cross))
-    temp = temporal(failed, cross, ranked, quote(merged.timeline))
-    events = indicators(failed, cross, ranked)
-    rep = report(failed, cross, ranked, quote(temp), quote(events))
+    rep = run_analysis(merged.failed, merged)
     attach_healthy_band(rep, merged.healthy)
     t_end = time.perf_counter()
     rep["timing"] = {

@@ -23,21 +23,19 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.serializers import Serializer
+from prefect.utilities.annotations import quote
 from pydantic import Field
 
 from flows.settings import FlowSettings, retry_delays
 from l4.chartdata import healthy_durations
-from l4.crossjob import CrossJobResult, EventStat, filter_events
+from l4.crossjob import EventStat
 from l4.engine import baseline_stats, baseline_timeline, parse_job
-from l4.indicators import Indicator, select_events
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob
 from l4.phases import Timeline, pool_rows
-from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
-from l4.spatial import NodeScore, rank_nodes
+from l4.steps import ANALYSIS, run_steps
 from l4.templates import default_store_path, open_store
-from l4.temporal import TemporalResult, analyze
 
 #: modules whose code decides what a scan contains; editing one invalidates cached scans
 SCANNER_MODULES = ("l4.scan", "l4.mask", "l4.ingest", "l4.timeparse")
@@ -290,33 +288,20 @@ def merge_one(spec: JobSpec, scans: list[NodeScan], templates: str | None) -> Pa
         return parse_job(spec, scans, store)
 
 
-@task(name="cross-job filter", cache_policy=NO_CACHE, persist_result=False)
-def cross_job(merged: Merged) -> CrossJobResult:
-    return filter_events(merged.failed, merged.stats or None,
-                         baseline_jobs=merged.baseline_jobs, pool_used=merged.pool_used)
+#: one Prefect task per analysis step, from the one list both the engine and the flow run
+#: (``l4.steps.ANALYSIS``); each task is a thin wrapper of the step's function
+ANALYSIS_TASKS = {
+    step.name: task(name=step.name, cache_policy=NO_CACHE, persist_result=False)(step.run)
+    for step in ANALYSIS
+}
 
 
-@task(name="spatial", cache_policy=NO_CACHE, persist_result=False)
-def spatial(failed: ParsedJob, cross: CrossJobResult) -> list[NodeScore]:
-    return rank_nodes(failed, cross)
+def run_analysis(failed: ParsedJob, merged: Merged) -> dict:
+    """The analysis steps as tasks of the running flow; returns the report."""
+    def call(step, args):
+        return ANALYSIS_TASKS[step.name](*[quote(a) for a in args])
 
-
-@task(name="temporal", cache_policy=NO_CACHE, persist_result=False)
-def temporal(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
-             timeline: Timeline | None = None) -> TemporalResult:
-    return analyze(failed, cross, ranked, timeline)
-
-
-@task(name="indicators", cache_policy=NO_CACHE, persist_result=False)
-def indicators(failed: ParsedJob, cross: CrossJobResult,
-               ranked: list[NodeScore]) -> list[Indicator]:
-    return select_events(failed, cross, ranked)
-
-
-@task(name="report", cache_policy=NO_CACHE, persist_result=False)
-def report(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
-           temp: TemporalResult, events: list[Indicator]) -> dict:
-    return build_report(failed, cross, ranked, temp, events)
+    return run_steps({"failed": failed, "reference": merged}, call=call)["report"]
 
 
 @task(name="normal rows", cache_policy=NO_CACHE, persist_result=False)

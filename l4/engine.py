@@ -14,22 +14,17 @@ from pathlib import Path
 
 from l4.chartdata import attach_healthy_band, healthy_durations
 from l4.crossjob import (
-    CrossJobResult,
     EventStat,
-    filter_events,
     merge_stats,
     stats_from_jobs,
     stats_from_rows,
 )
-from l4.indicators import select_events
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob, merge_scans
 from l4.phases import Timeline, learn_timeline, merge_timelines, timeline_from_rows
-from l4.report import build_report
 from l4.scan import NodeScan, scan_node_file
-from l4.spatial import rank_nodes
+from l4.steps import Reference, run_steps
 from l4.templates import TemplateStore, default_store_path, open_store
-from l4.temporal import analyze
 
 #: below this many bytes in total, scanning in-process beats starting worker processes
 PARALLEL_MIN_BYTES = 64 << 20
@@ -119,14 +114,10 @@ def baseline_timeline(failed: ParsedJob, baselines: Iterable[ParsedJob],
 def analyze_job(failed: ParsedJob, stats: dict[int, EventStat] | None, *,
                 baseline_jobs: list[str] | None = None, pool_used: bool = False,
                 timeline: Timeline | None = None) -> dict:
-    """Everything after parsing: filter, rank, time, pick events, build the report."""
-    cross: CrossJobResult = filter_events(
-        failed, stats or None, baseline_jobs=baseline_jobs, pool_used=pool_used
-    )
-    ranked = rank_nodes(failed, cross)
-    temporal = analyze(failed, cross, ranked, timeline)
-    events = select_events(failed, cross, ranked)
-    return build_report(failed, cross, ranked, temporal, events)
+    """Everything after parsing (``l4.steps.ANALYSIS``): filter, rank, time, pick events,
+    build the report."""
+    reference = Reference(stats, list(baseline_jobs or []), pool_used, timeline)
+    return run_steps({"failed": failed, "reference": reference})["report"]
 
 
 def diagnose(
