@@ -12,7 +12,7 @@ Usage::
 names (the layout ``l4 simulate`` writes), e.g. the real torchrun runs of
 ``benchmarks/realruns/make_runs.py``.  Same scoring, same baselines, same table.
 
-Each seed gives one case (:func:`l4.simulate.simulate_case`): a failed job, successful
+Each seed gives one case (:func:`l4.sim.simulate.simulate_case`): a failed job, successful
 baseline jobs of the same configuration and ``truth.json``.  Framework, scale and fault
 vary with the seed; consecutive seeds cover every fault kind.  ``--held-out`` uses seeds
 9000.. that nobody tunes on.  l4 runs as ``l4.engine.diagnose(failed, baselines=[...])``;
@@ -62,7 +62,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from l4 import baselines as B  # noqa: E402
-from l4.simulate import simulate_suite  # noqa: E402
+from l4.sim.simulate import simulate_suite  # noqa: E402
 
 NODE_K = (1, 3, 5, 8)
 MAX_LINE = 4096  # l4.ingest.MAX_LINE, kept here so the baselines can run without l4

@@ -26,7 +26,7 @@ from chromium import PAGE_CHECK, Chromium, find_chromium  # noqa: E402
 
 from l4.engine import diagnose  # noqa: E402
 from l4.htmlreport import write_html  # noqa: E402
-from l4.simulate import simulate_case  # noqa: E402
+from l4.sim.simulate import simulate_case  # noqa: E402
 
 #: two different failures for docs/ (development seeds): a slow node in training on
 #: MindSpeed, a segfault in a 64-node torchtitan job

@@ -30,7 +30,7 @@ both claims in one run and prints plain tables (``--json`` writes every figure t
 Sizes are ``NODESxBYTES`` (bytes per node: ``3MB``, ``40MB``, ``200KB``); the default sizes
 take about three minutes.  ``--big`` adds a 256-node x 40 MB job (about 9 GB on disk, since the
 failed job stops at its failure; a minute or two to generate, a few to diagnose): never in
-CI.  Jobs come from :func:`l4.simulate.simulate_case` (``bytes_per_node`` grows its training
+CI.  Jobs come from :func:`l4.sim.simulate.simulate_case` (``bytes_per_node`` grows its training
 phase); ``--generator synthetic`` (or an older simulator) uses a simple built-in generator of
 realistic training-log lines instead.
 """
@@ -182,7 +182,7 @@ def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
     used = generator
     if generator in ("auto", "simulate"):
         try:
-            from l4.simulate import simulate_case
+            from l4.sim.simulate import simulate_case
 
             truth = simulate_case(out, seed, framework=framework, n_nodes=size.n_nodes,
                                   bytes_per_node=size.bytes_per_node,
@@ -190,7 +190,7 @@ def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
             used = "simulate"
         except (ImportError, TypeError) as exc:
             if generator == "simulate":
-                raise SystemExit(f"error: l4.simulate cannot make sized jobs ({exc})") from None
+                raise SystemExit(f"error: l4.sim.simulate cannot make sized jobs ({exc})") from None
             shutil.rmtree(out, ignore_errors=True)
     if truth is None:
         truth = synthetic_case(out, seed, size, n_baselines)

@@ -195,7 +195,7 @@ def simulate(
     bytes_per_node: int | None = typer.Option(None, "--bytes-per-node"),
 ) -> None:
     """Write a realistic failed job, successful baselines and truth.json (ground truth)."""
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     try:
         truth = simulate_case(out, seed, framework=framework, n_nodes=nodes,

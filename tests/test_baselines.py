@@ -19,7 +19,7 @@ from l4.baselines import (
     line_time,
 )
 from l4.ingest import JobError
-from l4.simulate import simulate_case
+from l4.sim.simulate import simulate_case
 
 
 def make_job(root: Path, nodes: dict[str, list[str]], gz: tuple[str, ...] = ()) -> Path:

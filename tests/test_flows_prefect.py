@@ -231,7 +231,7 @@ def test_flow_and_direct_engine_agree(api, tmp_path):
     from flows.learn import learn_normal_cli
     from l4.kbstore import get_diagnosis, load_normal_rows
     from l4.pipeline import diagnose_and_record, learn_normal
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     simulate_case(tmp_path / "case", 11)
     case = tmp_path / "case"
@@ -299,7 +299,7 @@ def test_dask_run_equals_local_run(api, tmp_path):
 
     from flows.diagnose import diagnose_job_cli
     from l4.ingest import discover
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     simulate_case(tmp_path / "case", 5, n_nodes=6, n_baselines=1)
     case = tmp_path / "case"
@@ -332,7 +332,7 @@ def test_failure_event_triggers_a_stored_diagnosis(api, tmp_path):
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
 
     from l4.kbstore import list_diagnoses, load_normal_rows
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     simulate_case(tmp_path / "case", 23)
     case = tmp_path / "case"

@@ -40,7 +40,7 @@ def _check_page(res, url: str) -> dict:
 
 
 def test_simulated_failure_renders(browser, tmp_path):
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     truth = simulate_case(tmp_path / "case", 3)
     case = tmp_path / "case"
@@ -74,7 +74,7 @@ def test_hostile_lines_show_as_text_and_never_run(browser, tmp_path):
 def test_a_256_node_report_is_small_and_quick(browser, tmp_path):
     """The issue's bound: <= 2 MB and <= 2 s in headless Chromium (``benchmarks/html_render.py``
     measures it; here a generous bound so a busy machine does not fail the suite)."""
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     simulate_case(tmp_path / "big", 11, n_nodes=256, n_baselines=1, framework="megatron")
     rep = diagnose(tmp_path / "big" / "failed", [tmp_path / "big" / "baseline-0"], store_path=False)

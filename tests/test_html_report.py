@@ -62,7 +62,7 @@ def assert_inert(page: str) -> Tags:
 
 @pytest.fixture(scope="module")
 def sim_report(tmp_path_factory) -> tuple[dict, dict]:
-    from l4.simulate import simulate_case
+    from l4.sim.simulate import simulate_case
 
     out = tmp_path_factory.mktemp("sim")
     truth = simulate_case(out, 7)

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from l4 import simdata as D
 from l4.baselines import error_count_ranking, is_error_line
-from l4.simulate import list_faults, list_frameworks, simulate_case, simulate_suite
+from l4.sim import simdata as D
+from l4.sim.simulate import list_faults, list_frameworks, simulate_case, simulate_suite
 
 
 def read_lines(path: Path) -> list[str]:

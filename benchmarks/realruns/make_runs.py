@@ -16,7 +16,7 @@ bad ``GLOO_SOCKET_IFNAME``, or ``L4RR_FAULT`` in that launcher's environment, wh
 the training script kill / stop / starve / poison itself at a given iteration.
 
 A case is ``case-<seed>/{failed,baseline-0,baseline-1}/`` plus ``truth.json`` in the
-format of :func:`l4.simulate.simulate_case`.  Seeds 0.. are the development set, 9000..
+format of :func:`l4.sim.simulate.simulate_case`.  Seeds 0.. are the development set, 9000..
 the held-out set (other host names, other configurations).  Three consecutive seeds share
 one configuration, whose two healthy runs (one of them with fewer nodes) are generated
 once and copied into each of its cases.

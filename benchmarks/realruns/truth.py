@@ -6,7 +6,7 @@ node printed are *about* the fault (indicators: the exception's final line, the 
 the launcher's report, faulthandler's header) and which lines anywhere are consequences
 (symptoms: peers' gloo / c10d errors, their tracebacks, every launcher's teardown).  Lines
 of a traceback that carry no evidence themselves (frames, the "Traceback" header, C++
-frames) get the kind ``<kind>:context``, as in :mod:`l4.simulate`.
+frames) get the kind ``<kind>:context``, as in :mod:`l4.sim.simulate`.
 
 Line numbers count "\\n"-separated lines from 1, as ``benchmarks/accuracy.py`` reads them.
 """
@@ -173,7 +173,7 @@ def classify_file(lines: list[str], *, culprit: bool, kind: str,
 
 def extract_truth(job_dir: Path, *, kind: str, culprit: str, hosts: list[str], at_iter: int | None,
                   local_rank: int | None = None) -> dict:
-    """``indicators`` and ``symptoms`` of a failed real run, in :mod:`l4.simulate`'s format."""
+    """``indicators`` and ``symptoms`` of a failed real run, in :mod:`l4.sim.simulate`'s format."""
     indicators, symptoms = [], []
     for host in hosts:
         rel = f"logs/{host}.log"

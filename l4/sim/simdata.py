@@ -1,4 +1,4 @@
-"""Message catalogue of the job simulator (:mod:`l4.simulate`).
+"""Message catalogue of the job simulator (:mod:`l4.sim.simulate`).
 
 Every block below is derived from a real log excerpt or a vendor document; ``source`` names
 it (``F0xx``/``N0xx`` are entries of the real-failure corpus the project was developed
@@ -681,7 +681,7 @@ MEGATRON_ARGS: tuple[tuple[str, str], ...] = (
 class FaultSpec:
     """A fault kind: what happened, where it may strike, and how it shows up.
 
-    ``mode`` selects the behaviour in :mod:`l4.simulate`:
+    ``mode`` selects the behaviour in :mod:`l4.sim.simulate`:
     ``crash`` (culprit prints its evidence and its processes exit; peers see resets and
     time out), ``silent`` (evidence from the kernel, then the node falls silent),
     ``hang`` (culprit stops making progress; peers hit the collective timeout),

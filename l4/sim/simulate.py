@@ -2,7 +2,7 @@
 
 Why a simulator: real failed jobs with a *confirmed* culprit node, stage and iteration are
 rare and cannot be shipped.  This module writes job directories that fail the way real jobs
-fail -- the texts come from real excerpts (see :mod:`l4.simdata`) -- and records what really
+fail -- the texts come from real excerpts (see :mod:`l4.sim.simdata`) -- and records what really
 happened in ``truth.json``, so that l4 and the paper's baselines can be scored.
 
 What makes the cases hard (on purpose, because real jobs are like that):
@@ -48,7 +48,7 @@ from dataclasses import dataclass, field, replace
 from itertools import count
 from pathlib import Path
 
-from l4 import simdata as D
+from l4.sim import simdata as D
 
 __all__ = [
     "list_faults",
