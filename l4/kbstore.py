@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -41,6 +41,26 @@ _NORMAL_FIELDS = ("template", "total_count", "n_nodes_with", "n_nodes", "max_per
 
 # Numbered migrations after the base schema (version -> list of SQL statements).
 MIGRATIONS: dict[int, list[str]] = {}
+
+# --- migration: embedding cache and category classifier (issue 10) -------------------------
+# embed_cache: one vector per (model, text), keyed by sha256(model + text), so a template
+# seen once is never embedded again, in this process or any later one.
+# category_models: the fitted category classifier (plain arrays as JSON), one row per
+# training fingerprint; a library or confirmation change gives a new fingerprint.
+_MIGRATION_EMBED_CACHE = [
+    """CREATE TABLE IF NOT EXISTS embed_cache (
+        key        VARCHAR PRIMARY KEY,
+        model      VARCHAR NOT NULL,
+        embedding  FLOAT[384] NOT NULL,
+        created_at TIMESTAMP NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS category_models (
+        fingerprint VARCHAR PRIMARY KEY,
+        model       VARCHAR NOT NULL,
+        trained_at  TIMESTAMP NOT NULL
+    )""",
+]
+MIGRATIONS[2] = _MIGRATION_EMBED_CACHE
 
 
 class KBError(RuntimeError):
@@ -483,6 +503,108 @@ def store_embeddings(items: list[tuple[str, str, list[float], list[tuple[str, li
                     "INSERT INTO pattern_vectors VALUES (?, ?, ?, ?, ?::FLOAT[384])",
                     [(pid, i, t, text_hash(t), v) for i, (t, v) in enumerate(ind)],
                 )
+
+
+# --- embedding cache and category classifier (issue 10 migration) ------------------------
+
+
+def cached_vectors(keys: list[str], *, kb: Path | str | None = None) -> dict[str, list[float]]:
+    """Stored vectors for these cache keys (missing keys are simply absent)."""
+    if not keys:
+        return {}
+    with connect(kb) as con:
+        rows = con.execute(
+            "SELECT key, embedding FROM embed_cache WHERE key IN (SELECT unnest($k::VARCHAR[]))",
+            {"k": list(dict.fromkeys(keys))},
+        ).fetchall()
+    return {k: v for k, v in rows}
+
+
+def store_cached_vectors(rows: list[tuple[str, str, list[float]]], *,
+                         kb: Path | str | None = None) -> None:
+    """Add (key, model, vector) rows; a key another process stored meanwhile is kept."""
+    if not rows:
+        return
+    now = _now()
+    with transaction(kb) as con:
+        con.executemany(
+            "INSERT OR IGNORE INTO embed_cache VALUES (?, ?, ?::FLOAT[384], ?)",
+            [(k, m, v, now) for k, m, v in rows],
+        )
+
+
+def category_training_state(*, kb: Path | str | None = None) -> list[tuple]:
+    """What the category classifier is trained on, without the vectors (cheap to read).
+
+    One row per pattern (id, category, embed_hash, [indicator text hashes], sources, codes)
+    and one per confirmed diagnosis ('diagnosis', id, pattern category); the classifier's
+    fingerprint is a hash of these rows, so any library edit or confirmation changes it.
+    """
+    with connect(kb) as con:
+        pats = con.execute(
+            """SELECT p.id, p.category, coalesce(p.embed_hash, ''),
+                      coalesce((SELECT list(text_hash ORDER BY idx) FROM pattern_vectors v
+                                WHERE v.pattern_id = p.id), []),
+                      p.sources, p.codes
+               FROM patterns p ORDER BY p.id"""
+        ).fetchall()
+        diags = con.execute(
+            """SELECT 'diagnosis', d.id, p.category FROM diagnoses d JOIN patterns p
+               ON p.id = d.pattern_id WHERE d.status = 'confirmed' ORDER BY d.id"""
+        ).fetchall()
+    return [tuple(r) for r in pats] + [tuple(r) for r in diags]
+
+
+def category_training_rows(*, kb: Path | str | None = None) -> dict:
+    """Plain training data of the category classifier.
+
+    ``patterns``: [{id, category, sources, codes, whole: (text, vec), indicators: [(text,
+    vec)]}] with the stored vectors; ``confirmed``: [{id, pattern_id, category, texts}] for
+    every SRE-confirmed diagnosis (texts as ``indicator_texts`` of its report).
+    """
+    with connect(kb) as con:
+        rows = con.execute(
+            f"SELECT {_PATTERN_COLS}, embedding FROM patterns ORDER BY id").fetchall()
+        vecs = con.execute(
+            "SELECT pattern_id, text, embedding FROM pattern_vectors ORDER BY pattern_id, idx"
+        ).fetchall()
+        diags = con.execute(
+            f"""SELECT {', '.join('d.' + c.strip() for c in _DIAG_COLS.split(','))}, p.category
+                FROM diagnoses d JOIN patterns p ON p.id = d.pattern_id
+                WHERE d.status = 'confirmed' ORDER BY d.id"""
+        ).fetchall()
+    by_pid: dict[str, list[tuple[str, list[float]]]] = {}
+    for pid, text, vec in vecs:
+        by_pid.setdefault(pid, []).append((text, vec))
+    patterns = []
+    for r in rows:
+        p = _pattern_row(r[:-1])
+        whole = f"{p['title']}. {p['description']}".strip()
+        patterns.append({
+            "id": p["id"], "category": p["category"], "sources": p["sources"],
+            "codes": p["codes"], "raw_indicators": p["indicators"],
+            "whole": (whole, r[-1]), "indicators": by_pid.get(p["id"], []),
+        })
+    confirmed = []
+    for r in diags:
+        d = _diag_row(r[:-1])
+        confirmed.append({"id": d["id"], "pattern_id": d["pattern_id"], "category": r[-1],
+                          "texts": indicator_texts(d["report"])})
+    return {"patterns": patterns, "confirmed": confirmed}
+
+
+def load_category_model(fingerprint: str, *, kb: Path | str | None = None) -> str | None:
+    with connect(kb) as con:
+        row = con.execute("SELECT model FROM category_models WHERE fingerprint = ?",
+                          [fingerprint]).fetchone()
+    return row[0] if row else None
+
+
+def store_category_model(fingerprint: str, model: str, *, kb: Path | str | None = None) -> None:
+    """Keep only the newest fitted classifier (older fingerprints are stale by definition)."""
+    with transaction(kb) as con:
+        con.execute("DELETE FROM category_models")
+        con.execute("INSERT INTO category_models VALUES (?, ?, ?)", [fingerprint, model, _now()])
 
 
 # --- diagnoses ----------------------------------------------------------------------------
