@@ -175,7 +175,7 @@ def featurize(vectors: np.ndarray, features: Sequence[Iterable[str]], vocab: lis
     return np.hstack([vectors, onehot])
 
 
-def train(samples: Sequence[Sample], *, c: float = C) -> CategoryModel:
+def train(samples: Sequence[Sample], *, c: float | None = None) -> CategoryModel:
     """Fit the classifier on library and confirmed samples (scikit-learn, lbfgs)."""
     from sklearn.linear_model import LogisticRegression
 
@@ -201,7 +201,7 @@ def train(samples: Sequence[Sample], *, c: float = C) -> CategoryModel:
     w = np.array([s.weight for s in samples], dtype=np.float64)
     # Categories with few patterns (framework) must not be drowned by large ones.
     w = w * np.array([total / (len(classes) * counts[c_]) for c_ in y])
-    lr = LogisticRegression(C=c, max_iter=3000)
+    lr = LogisticRegression(C=C if c is None else c, max_iter=3000)
     lr.fit(X, y, sample_weight=w)
     return CategoryModel(list(lr.classes_), vocab, lr.coef_.copy(), lr.intercept_.copy(), prior,
                          len(samples))
