@@ -293,7 +293,7 @@ def main(argv: list[str] | None = None) -> int:
             result["loso"]["seconds"] = round(time.perf_counter() - t0, 1)
         if args.sweep:
             grid = [{"C": c, "SHARPNESS": sh, "MATCH_GAMMA": g}
-                    for c in (1.0, 4.0, 16.0) for sh in (4.0, 12.0) for g in (0.0, 3.0, 6.0)]
+                    for c in (1.0, 4.0, 16.0) for sh in (4.0, 12.0, 30.0) for g in (0.0, 3.0, 6.0)]
             result["sweep"] = []
             for st in grid:
                 r = loso(kb, patterns, samples, settings=st)

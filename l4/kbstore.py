@@ -593,6 +593,19 @@ def category_training_rows(*, kb: Path | str | None = None) -> dict:
     return {"patterns": patterns, "confirmed": confirmed}
 
 
+def category_descriptions() -> tuple[str, dict[str, list[str]]]:
+    """(hash, {category: [description, *phrases]}) from kb/categories.yaml."""
+    text = _kb_resource("categories.yaml")
+    doc = yaml.safe_load(text) or {}
+    out: dict[str, list[str]] = {}
+    for name, entry in (doc.get("categories") or {}).items():
+        if name not in CATEGORIES or not isinstance(entry, dict):
+            raise KBError(f"kb/categories.yaml: unknown category {name!r}")
+        texts = [str(entry.get("description") or "").strip()] + [str(t).strip() for t in entry.get("phrases") or []]
+        out[name] = [t for t in texts if t]
+    return hashlib.sha256(text.encode()).hexdigest(), out
+
+
 def load_category_model(fingerprint: str, *, kb: Path | str | None = None) -> str | None:
     with connect(kb) as con:
         row = con.execute("SELECT model FROM category_models WHERE fingerprint = ?",

@@ -399,8 +399,9 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
 
     results.sort(key=lambda r: (-r[0], r[1].id))
     best_by_cat: dict[str, float] = {}
-    for score, p, _ in results:
-        best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), score)
+    for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
+        if score >= THRESHOLD:
+            best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), score)
     out = []
     for score, p, evidence in results[:top_k]:
         if score < threshold:
@@ -453,6 +454,13 @@ def training_samples(rows: dict, kb: Path | str | None = None) -> list[cat.Sampl
             samples.append(cat.Sample(np.asarray(vec, dtype=np.float32),
                                       cat.exact_features(raw, extract_codes(raw)),
                                       p["category"], 1.0, p["id"], sources))
+    _, descriptions = kbstore.category_descriptions()
+    desc = [(name, t) for name, texts in descriptions.items() for t in texts]
+    if desc:
+        vecs = embed([t for _, t in desc], kb=kb, use_store=True)
+        for (name, t), v in zip(desc, vecs, strict=True):
+            samples.append(cat.Sample(v, cat.exact_features(t, extract_codes(t)), name,
+                                      cat.DESCRIPTION_WEIGHT, f"category:{name}", ("kb/categories.yaml",)))
     texts = [(d, t) for d in rows["confirmed"] for t in d["texts"]]
     if texts:
         vecs = embed([mask_text(t) for _, t in texts], kb=kb, use_store=True)
@@ -468,7 +476,7 @@ def category_model(kb: Path | str | None = None) -> cat.CategoryModel | None:
     state = kbstore.category_training_state(kb=kb)
     if not any(r[0] != "diagnosis" for r in state):
         return None
-    fp = cat.fingerprint(state, model_name())
+    fp = cat.fingerprint([*state, ("categories", kbstore.category_descriptions()[0])], model_name())
     key = (str(kbstore.resolve_kb(kb)), fp)
     model = _model_memo.get(key)
     if model is not None:
