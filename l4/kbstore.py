@@ -156,13 +156,32 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
             raise KBError(f"cannot open the knowledge base {path}: {msg}") from exc
 
 
+# Files this process already migrated and seeded, by identity: checking again costs a
+# query per connection, and a ``kb match`` opens the file several times.  Any change of
+# the file (replaced, written by anyone) changes its identity and it is checked again.
+_prepared: set[tuple] = set()
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+
+
 @contextmanager
 def connect(kb: Path | str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A migrated, seeded connection that is closed on exit (never keep it around)."""
     path = resolve_kb(kb)
     con = _open(path)
     try:
-        _prepare(con, path)
+        ident = _identity(path)
+        if ident is None or ident not in _prepared:
+            _prepare(con, path)
+            ident = _identity(path)
+            if ident is not None:
+                _prepared.add(ident)
         yield con
     finally:
         con.close()
@@ -257,18 +276,28 @@ def _set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
 _seed_cache: tuple[str, list[dict]] | None = None
 
 
+_seed_hash_cache: str | None = None
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
+
+
 def _seed() -> tuple[str, list[dict]]:
     global _seed_cache
     if _seed_cache is None:
         text = _kb_resource("seed_patterns.yaml")
-        doc = yaml.safe_load(text) or {}
+        doc = yaml.load(text, Loader=_YAML_LOADER) or {}  # noqa: S506 - a safe loader
         patterns = [validate_pattern(p) for p in doc.get("patterns", [])]
         _seed_cache = (hashlib.sha256(text.encode()).hexdigest(), patterns)
     return _seed_cache
 
 
 def _seed_hash() -> str:
-    return _seed()[0]
+    """Hash of the seed file, without parsing it (parsing is only needed to load it)."""
+    global _seed_hash_cache
+    if _seed_cache is not None:
+        return _seed_cache[0]
+    if _seed_hash_cache is None:
+        _seed_hash_cache = hashlib.sha256(_kb_resource("seed_patterns.yaml").encode()).hexdigest()
+    return _seed_hash_cache
 
 
 def seed_patterns() -> list[dict]:
@@ -596,7 +625,7 @@ def category_training_rows(*, kb: Path | str | None = None) -> dict:
 def category_descriptions() -> tuple[str, dict[str, list[str]]]:
     """(hash, {category: [description, *phrases]}) from kb/categories.yaml."""
     text = _kb_resource("categories.yaml")
-    doc = yaml.safe_load(text) or {}
+    doc = yaml.load(text, Loader=_YAML_LOADER) or {}  # noqa: S506 - a safe loader
     out: dict[str, list[str]] = {}
     for name, entry in (doc.get("categories") or {}).items():
         if name not in CATEGORIES or not isinstance(entry, dict):
