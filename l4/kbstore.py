@@ -158,7 +158,8 @@ def _open(path: Path) -> duckdb.DuckDBPyConnection:
 
 # Files this process already migrated and seeded, by identity: checking again costs a
 # query per connection, and a ``kb match`` opens the file several times.  Any change of
-# the file (replaced, written by anyone) changes its identity and it is checked again.
+# the file (replaced, written by anyone) or of the seed library changes its identity and
+# it is checked again.
 _prepared: set[tuple] = set()
 
 
@@ -167,7 +168,7 @@ def _identity(path: Path) -> tuple | None:
         st = path.stat()
     except OSError:
         return None
-    return (str(path), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns)
+    return (str(path), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, _seed_hash())
 
 
 @contextmanager
