@@ -126,6 +126,7 @@ def test_categories_are_present_when_no_pattern_matches(kb: Path) -> None:
 def test_a_confirmation_changes_the_category_of_a_new_fault(app: typer.Typer, kb: Path) -> None:
     before = rootcause.match_lines_full([NEW_FAULT_AGAIN], kb=kb).categories
     assert before[0]["category"] != "hardware", before  # the test needs a flip to prove anything
+    p_hw_before = _classifier_only(kb, NEW_FAULT_AGAIN)
     fp_before = kbstore.category_training_state(kb=kb)
     did = kbstore.record_diagnosis({"job_id": "j1", "events": [_event(NEW_FAULT)], "root_causes": []}, kb=kb)
     r = run(app, kb, "confirm", did, "--new", "--title", "Vault arbiter fences workers",
@@ -136,6 +137,17 @@ def test_a_confirmation_changes_the_category_of_a_new_fault(app: typer.Typer, kb
         assert con.execute("SELECT count(*) FROM category_models").fetchone()[0] == 1
     after = rootcause.match_lines_full([NEW_FAULT_AGAIN], kb=kb).categories
     assert after[0]["category"] == "hardware", after
+    # the classifier itself learned it, not only the matcher (no match scores given here)
+    assert _classifier_only(kb, NEW_FAULT_AGAIN) > 2 * p_hw_before
+
+
+def _classifier_only(kb: Path, line: str) -> float:
+    """P(hardware) from the stored classifier alone for one line."""
+    model = rootcause.category_model(kb)
+    vec = embed.embed([embed.mask_text(line)], kb=kb)
+    feats = [cat.exact_features(line, rootcause.extract_codes(line))]
+    probs = {c["category"]: c["confidence"] for c in cat.predict(model, vec, feats, [1.0])}
+    return probs["hardware"]
 
 
 def test_a_library_edit_invalidates_the_stored_classifier(kb: Path) -> None:
