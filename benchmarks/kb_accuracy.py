@@ -197,6 +197,37 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool) -> dict:
     }
 
 
+# --- categories of diagnosed (simulated) jobs ---------------------------------------------------
+
+
+def diagnosed_jobs(kb: Path, seeds: list[int]) -> dict:
+    """``l4 diagnose`` (engine + knowledge base) on simulated failed jobs with a known
+    category: the report's ``categories`` vs the category of the first root cause."""
+    from l4.engine import diagnose
+    from l4.pipeline import attach_root_causes
+    from l4.simulate import simulate_suite
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        truths = simulate_suite(Path(tmp), seeds, workers=1)
+        for seed, truth in zip(seeds, truths, strict=True):
+            case = Path(tmp) / f"case-{seed}"
+            report = diagnose(case / "failed", [case / b for b in truth.get("baselines", [])])
+            attach_root_causes(report, kb=kb)
+            cats = [c["category"] for c in report.get("categories") or []]
+            first = (report.get("root_causes") or [{}])[0].get("category")
+            rows.append({"seed": seed, "truth": truth["fault"]["category"], "categories": cats[:3],
+                         "first_root_cause": first})
+    n = max(len(rows), 1)
+    return {
+        "seeds": [seeds[0], seeds[-1]], "n": len(rows),
+        "category_top1": sum(bool(r["categories"]) and r["categories"][0] == r["truth"] for r in rows) / n,
+        "category_top3": sum(r["truth"] in r["categories"][:3] for r in rows) / n,
+        "first_root_cause_category": sum(r["first_root_cause"] == r["truth"] for r in rows) / n,
+        "misses": [r for r in rows if not r["categories"] or r["categories"][0] != r["truth"]],
+    }
+
+
 # --- speed of `l4 kb match` as a user runs it ------------------------------------------------
 
 
@@ -276,6 +307,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sweep", action="store_true", help="classifier settings under leave-one-source-out")
     ap.add_argument("--timing", action="store_true", help="time `l4 kb match` through the CLI")
     ap.add_argument("--timing-only", action="store_true", help="only the CLI timing")
+    ap.add_argument("--jobs", metavar="SEEDS", help="only: categories of simulated diagnosed jobs, "
+                    "e.g. 0..39 (development seeds; 9000 and up are held out)")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
     args = ap.parse_args(argv)
     if not args.data.is_file():
@@ -302,6 +335,10 @@ def main(argv: list[str] | None = None) -> int:
         t_embed = time.perf_counter() - t0
         patterns = kbstore.list_patterns(kb=kb)
         baseline = KeywordBaseline(patterns)
+        if args.jobs:
+            a, _, b = args.jobs.partition("..")
+            print(json.dumps(diagnosed_jobs(kb, list(range(int(a), int(b or a) + 1))), indent=2))
+            return 0
         if args.timing_only:
             t = timing(kb, failures)
             print(json.dumps(t, indent=2))
