@@ -80,6 +80,14 @@ def summary_markdown(report: dict) -> str:
     else:
         lines.append("No event stands out.")
     lines += ["", "## Suggested root causes", ""]
+    cats = report.get("categories") or []
+    if cats and isinstance(cats[0], dict):
+        top = cats[0]
+        rest = ", ".join(f"{_cell(c.get('category'))} {float(c.get('confidence') or 0):.2f}"
+                         for c in cats[1:] if isinstance(c, dict))
+        lines.append(f"- **category: {_cell(top.get('category'))} "
+                     f"({float(top.get('confidence') or 0):.2f})**" + (f" (then {rest})" if rest else ""))
+        lines.append("")
     causes = report.get("root_causes") or []
     if causes:
         for rc in causes[:3]:

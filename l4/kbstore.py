@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -65,6 +65,27 @@ MIGRATIONS[3] = [
     "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS counter BOOLEAN",
 ]
 _PHASE_FIELDS = ("phase", "place", "stage", "named", "share", "counter")
+
+
+# --- migration 4: embedding cache and category classifier (issue 10) -------------------------
+# embed_cache: one vector per (model, text), keyed by sha256(model + text), so a template
+# seen once is never embedded again, in this process or any later one.
+# category_models: the fitted category classifier (plain arrays as JSON), one row per
+# training fingerprint; a library or confirmation change gives a new fingerprint.
+_MIGRATION_EMBED_CACHE = [
+    """CREATE TABLE IF NOT EXISTS embed_cache (
+        key        VARCHAR PRIMARY KEY,
+        model      VARCHAR NOT NULL,
+        embedding  FLOAT[384] NOT NULL,
+        created_at TIMESTAMP NOT NULL
+    )""",
+    """CREATE TABLE IF NOT EXISTS category_models (
+        fingerprint VARCHAR PRIMARY KEY,
+        model       VARCHAR NOT NULL,
+        trained_at  TIMESTAMP NOT NULL
+    )""",
+]
+MIGRATIONS[4] = _MIGRATION_EMBED_CACHE
 
 
 class KBError(RuntimeError):
@@ -182,6 +203,21 @@ def _kb_error(path: Path, exc: BaseException) -> KBError:
     return KBError(f"knowledge base {path}: {msg[:300]}")
 
 
+# Files this process already migrated and seeded, by identity: checking again costs a
+# query per connection, and a ``kb match`` opens the file several times.  Any change of
+# the file (replaced, written by anyone) or of the seed library changes its identity and
+# it is checked again.
+_prepared: set[tuple] = set()
+
+
+def _identity(path: Path) -> tuple | None:
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (str(path), st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, _seed_hash())
+
+
 @contextmanager
 def connect(kb: Path | str | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
     """A migrated, seeded connection that is closed on exit (never keep it around).
@@ -191,7 +227,12 @@ def connect(kb: Path | str | None = None) -> Iterator[duckdb.DuckDBPyConnection]
     path = resolve_kb(kb)
     con = _open(path)
     try:
-        _prepare(con, path)
+        ident = _identity(path)
+        if ident is None or ident not in _prepared:
+            _prepare(con, path)
+            ident = _identity(path)
+            if ident is not None:
+                _prepared.add(ident)
         yield con
     except duckdb.Error as exc:
         raise _kb_error(path, exc) from exc
@@ -297,18 +338,28 @@ def _set_meta(con: duckdb.DuckDBPyConnection, key: str, value: str) -> None:
 _seed_cache: tuple[str, list[dict]] | None = None
 
 
+_seed_hash_cache: str | None = None
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml: ~10x faster
+
+
 def _seed() -> tuple[str, list[dict]]:
     global _seed_cache
     if _seed_cache is None:
         text = _kb_resource("seed_patterns.yaml")
-        doc = yaml.safe_load(text) or {}
+        doc = yaml.load(text, Loader=_YAML_LOADER) or {}  # noqa: S506 - a safe loader
         patterns = [validate_pattern(p) for p in doc.get("patterns", [])]
         _seed_cache = (hashlib.sha256(text.encode()).hexdigest(), patterns)
     return _seed_cache
 
 
 def _seed_hash() -> str:
-    return _seed()[0]
+    """Hash of the seed file, without parsing it (parsing is only needed to load it)."""
+    global _seed_hash_cache
+    if _seed_cache is not None:
+        return _seed_cache[0]
+    if _seed_hash_cache is None:
+        _seed_hash_cache = hashlib.sha256(_kb_resource("seed_patterns.yaml").encode()).hexdigest()
+    return _seed_hash_cache
 
 
 def seed_patterns() -> list[dict]:
@@ -543,6 +594,121 @@ def store_embeddings(items: list[tuple[str, str, list[float], list[tuple[str, li
                     "INSERT INTO pattern_vectors VALUES (?, ?, ?, ?, ?::FLOAT[384])",
                     [(pid, i, t, text_hash(t), v) for i, (t, v) in enumerate(ind)],
                 )
+
+
+# --- embedding cache and category classifier (issue 10 migration) ------------------------
+
+
+def cached_vectors(keys: list[str], *, kb: Path | str | None = None) -> dict[str, list[float]]:
+    """Stored vectors for these cache keys (missing keys are simply absent)."""
+    if not keys:
+        return {}
+    with connect(kb) as con:
+        rows = con.execute(
+            "SELECT key, embedding FROM embed_cache WHERE key IN (SELECT unnest($k::VARCHAR[]))",
+            {"k": list(dict.fromkeys(keys))},
+        ).fetchall()
+    return {k: v for k, v in rows}
+
+
+def store_cached_vectors(rows: list[tuple[str, str, list[float]]], *,
+                         kb: Path | str | None = None) -> None:
+    """Add (key, model, vector) rows; a key another process stored meanwhile is kept."""
+    if not rows:
+        return
+    now = _now()
+    with transaction(kb) as con:
+        con.executemany(
+            "INSERT OR IGNORE INTO embed_cache VALUES (?, ?, ?::FLOAT[384], ?)",
+            [(k, m, v, now) for k, m, v in rows],
+        )
+
+
+def category_training_state(*, kb: Path | str | None = None) -> list[tuple]:
+    """What the category classifier is trained on, without the vectors (cheap to read).
+
+    One row per pattern (id, category, embed_hash, [indicator text hashes], sources, codes)
+    and one per confirmed diagnosis ('diagnosis', id, pattern category); the classifier's
+    fingerprint is a hash of these rows, so any library edit or confirmation changes it.
+    """
+    with connect(kb) as con:
+        pats = con.execute(
+            """SELECT p.id, p.category, coalesce(p.embed_hash, ''),
+                      coalesce((SELECT list(text_hash ORDER BY idx) FROM pattern_vectors v
+                                WHERE v.pattern_id = p.id), []),
+                      p.sources, p.codes
+               FROM patterns p ORDER BY p.id"""
+        ).fetchall()
+        diags = con.execute(
+            """SELECT 'diagnosis', d.id, p.category FROM diagnoses d JOIN patterns p
+               ON p.id = d.pattern_id WHERE d.status = 'confirmed' ORDER BY d.id"""
+        ).fetchall()
+    return [tuple(r) for r in pats] + [tuple(r) for r in diags]
+
+
+def category_training_rows(*, kb: Path | str | None = None) -> dict:
+    """Plain training data of the category classifier.
+
+    ``patterns``: [{id, category, sources, codes, whole: (text, vec), indicators: [(text,
+    vec)]}] with the stored vectors; ``confirmed``: [{id, pattern_id, category, texts}] for
+    every SRE-confirmed diagnosis (texts as ``indicator_texts`` of its report).
+    """
+    with connect(kb) as con:
+        rows = con.execute(
+            f"SELECT {_PATTERN_COLS}, embedding FROM patterns ORDER BY id").fetchall()
+        vecs = con.execute(
+            "SELECT pattern_id, text, embedding FROM pattern_vectors ORDER BY pattern_id, idx"
+        ).fetchall()
+        diags = con.execute(
+            f"""SELECT {', '.join('d.' + c.strip() for c in _DIAG_COLS.split(','))}, p.category
+                FROM diagnoses d JOIN patterns p ON p.id = d.pattern_id
+                WHERE d.status = 'confirmed' ORDER BY d.id"""
+        ).fetchall()
+    by_pid: dict[str, list[tuple[str, list[float]]]] = {}
+    for pid, text, vec in vecs:
+        by_pid.setdefault(pid, []).append((text, vec))
+    patterns = []
+    for r in rows:
+        p = _pattern_row(r[:-1])
+        whole = f"{p['title']}. {p['description']}".strip()
+        patterns.append({
+            "id": p["id"], "category": p["category"], "sources": p["sources"],
+            "codes": p["codes"], "raw_indicators": p["indicators"],
+            "whole": (whole, r[-1]), "indicators": by_pid.get(p["id"], []),
+        })
+    confirmed = []
+    for r in diags:
+        d = _diag_row(r[:-1])
+        confirmed.append({"id": d["id"], "pattern_id": d["pattern_id"], "category": r[-1],
+                          "texts": indicator_texts(d["report"])})
+    return {"patterns": patterns, "confirmed": confirmed}
+
+
+def category_descriptions() -> tuple[str, dict[str, list[str]]]:
+    """(hash, {category: [description, *phrases]}) from kb/categories.yaml."""
+    text = _kb_resource("categories.yaml")
+    doc = yaml.load(text, Loader=_YAML_LOADER) or {}  # noqa: S506 - a safe loader
+    out: dict[str, list[str]] = {}
+    for name, entry in (doc.get("categories") or {}).items():
+        if name not in CATEGORIES or not isinstance(entry, dict):
+            raise KBError(f"kb/categories.yaml: unknown category {name!r}")
+        texts = [str(entry.get("description") or "").strip()] + [str(t).strip() for t in entry.get("phrases") or []]
+        out[name] = [t for t in texts if t]
+    return hashlib.sha256(text.encode()).hexdigest(), out
+
+
+def load_category_model(fingerprint: str, *, kb: Path | str | None = None) -> str | None:
+    with connect(kb) as con:
+        row = con.execute("SELECT model FROM category_models WHERE fingerprint = ?",
+                          [fingerprint]).fetchone()
+    return row[0] if row else None
+
+
+def store_category_model(fingerprint: str, model: str, *, kb: Path | str | None = None) -> None:
+    """Keep only the newest fitted classifier (older fingerprints are stale by definition)."""
+    with transaction(kb) as con:
+        con.execute("DELETE FROM category_models")
+        con.execute("INSERT INTO category_models VALUES (?, ?, ?)", [fingerprint, model, _now()])
 
 
 # --- diagnoses ----------------------------------------------------------------------------

@@ -28,20 +28,23 @@ def _load_pool(config_id: str | None, kb: Path | None) -> list[dict] | None:
 
 
 def attach_root_causes(report: dict, *, kb: Path | None = None) -> dict:
-    """Match the report's events against the fault-pattern library (in place)."""
+    """Match the report's events against the fault-pattern library (in place): adds
+    ``root_causes`` (above the similarity threshold, maybe none) and ``categories`` (all
+    four, most likely first, always present when matching ran)."""
     try:
-        from l4.rootcause import match_root_causes
+        from l4.rootcause import match_events
     except ImportError:
         report["root_causes_status"] = "knowledge base not installed"
         return report
     try:
-        causes = match_root_causes(report.get("events", []), kb=kb)
+        match = match_events(report.get("events", []), kb=kb)
     except Exception as exc:
         report.setdefault("warnings", []).append(f"root-cause matching failed: {exc}")
         report["root_causes_status"] = f"matching failed: {exc}"
         return report
-    report["root_causes"] = causes
-    report["root_causes_status"] = "matched" if causes else NO_KNOWN_PATTERN
+    report["root_causes"] = match.root_causes
+    report["categories"] = match.categories
+    report["root_causes_status"] = "matched" if match.root_causes else NO_KNOWN_PATTERN
     return report
 
 

@@ -7,7 +7,8 @@ Contract (fields are only ever added, never renamed or removed)::
      "iterations": [{"iteration": int, "score": float}, ...], # most suspicious first; [] if none
      "events": [{"template": str, "score": float, "nodes": [str], "count": int,
                  "examples": [{"file": str, "line": int, "text": str}, ...]}, ...],
-     "root_causes": [...]}
+     "root_causes": [...],
+     "categories": [{"category": str, "confidence": float}, ...]}   # all four, best first
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import io
 import math
 
+from l4.category import format_category
 from l4.chartdata import build_charts
 from l4.crossjob import CrossJobResult
 from l4.indicators import Indicator
@@ -145,6 +147,9 @@ def render_text(report: dict, *, max_nodes: int = 5, max_events: int = 8) -> str
                        esc(e["template"][:200] + where))
     console.print(events)
     causes = report.get("root_causes") or []
+    cat_line = format_category(report.get("categories"))
+    if cat_line:
+        console.print(esc(cat_line))
     if causes:
         console.print("Suggested root causes:")
         for rc in causes[:3]:

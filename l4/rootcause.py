@@ -14,6 +14,11 @@ They are combined as ``1 - (1 - semantic) * (1 - code) * (1 - template)`` so a l
 match always lifts a pattern above one that is only vaguely similar, while the ranking
 among patterns with the same evidence still follows the embedding.  Patterns below
 ``THRESHOLD`` are not reported: the caller says "no known pattern" instead of guessing.
+
+Independently of that threshold every match also ranks the four categories
+(``l4.category``): a classifier trained on the library and on confirmed diagnoses,
+combined with the matcher's best score per category, so a report names whom to hand the
+failure to even when no pattern is close enough to be suggested.
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
+from l4 import category as cat
 from l4 import kbstore
-from l4.embed import embed, mask_text
+from l4.embed import embed, mask_text, model_name
 
 # Calibrated with benchmarks/kb_accuracy.py on the seed-side (training) excerpts and the
 # normal excerpts of real-failures.jsonl; see README "Fault knowledge base".
@@ -235,7 +243,7 @@ def ensure_embeddings(kb: Path | str | None = None) -> int:
     for p in stale:
         texts.append(p["_whole"])
         texts.extend(p["_ind"])
-    vecs = embed(texts)
+    vecs = embed(texts, kb=kb, use_store=True)
     items = []
     k = 0
     for p in stale:
@@ -262,9 +270,11 @@ class _PatternInfo:
     requires_code: bool
 
 
-def _library(kb: Path | str | None) -> list[_PatternInfo]:
+def _library(kb: Path | str | None, exclude: frozenset[str] = frozenset()) -> list[_PatternInfo]:
     out = []
     for p in kbstore.list_patterns(kb=kb):
+        if p["id"] in exclude:
+            continue
         codes = {c.upper() if not c.startswith("nccl") else c for c in p["codes"]}
         for ind in p["indicators"]:
             codes |= extract_codes(ind)
@@ -273,9 +283,11 @@ def _library(kb: Path | str | None) -> list[_PatternInfo]:
     return out
 
 
-def _similarities(units: list[Unit], kb: Path | str | None) -> dict[str, dict[int, tuple]]:
-    """{pattern_id: {unit_index: (indicator_sim, best_indicator, whole_sim)}} from DuckDB."""
-    vecs = embed([u.masked for u in units])
+def _similarities(units: list[Unit], kb: Path | str | None, exclude: frozenset[str] = frozenset(),
+                  ) -> tuple[dict[str, dict[int, tuple]], object]:
+    """({pattern_id: {unit_index: (indicator_sim, best_indicator, whole_sim)}}, unit vectors)
+    from DuckDB; patterns in ``exclude`` are left out (leave-one-source-out evaluation)."""
+    vecs = embed([u.masked for u in units], kb=kb, use_store=True)
     qv = [v.tolist() for v in vecs]
     out: dict[str, dict[int, tuple]] = {}
     with kbstore.connect(kb) as con:
@@ -289,32 +301,43 @@ def _similarities(units: list[Unit], kb: Path | str | None) -> dict[str, dict[in
                        max(array_cosine_similarity(pv.embedding, q.v)) AS s,
                        arg_max(pv.text, array_cosine_similarity(pv.embedding, q.v)) AS best
                 FROM pattern_vectors pv CROSS JOIN q
+                WHERE pv.pattern_id NOT IN (SELECT unnest($ex::VARCHAR[]))
                 GROUP BY pv.pattern_id, q.qi
             ),
             whole AS (
                 SELECT p.id AS pattern_id, q.qi, array_cosine_similarity(p.embedding, q.v) AS s
                 FROM patterns p CROSS JOIN q
-                WHERE p.embedding IS NOT NULL
+                WHERE p.embedding IS NOT NULL AND p.id NOT IN (SELECT unnest($ex::VARCHAR[]))
             )
             SELECT w.pattern_id, w.qi, coalesce(i.s, 0.0), i.best, w.s
             FROM whole w LEFT JOIN ind i ON i.pattern_id = w.pattern_id AND i.qi = w.qi
         """
-        for pid, qi, s_ind, best, s_whole in con.execute(q, {"qv": qv}).fetchall():
+        rows = con.execute(q, {"qv": qv, "ex": sorted(exclude)}).fetchall()
+        for pid, qi, s_ind, best, s_whole in rows:
             out.setdefault(pid, {})[int(qi)] = (float(s_ind), best, float(s_whole or 0.0))
-    return out
+    return out, vecs
 
 
 # --- scoring ------------------------------------------------------------------------------------
 
 
+@dataclass
+class Match:
+    """Root-cause suggestions (above the threshold) and the four categories, best first."""
+
+    root_causes: list[dict]
+    categories: list[dict]
+
+
 def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
-          threshold: float) -> list[dict]:
-    if not units:
-        return []
+          threshold: float, exclude: frozenset[str] = frozenset(),
+          model: cat.CategoryModel | None = None) -> Match:
     ensure_embeddings(kb)
-    library = _library(kb)
-    if not library:
-        return []
+    if model is None:
+        model = category_model(kb)
+    library = _library(kb, exclude)
+    if not units or not library:
+        return Match([], _categories(model, units, None, [], {}))
     df: dict[str, int] = {}
     for p in library:
         for c in p.codes:
@@ -323,8 +346,9 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         u.codes = extract_codes(u.text)
         u.norm = _norm_for_template(u.text)
         u.plain = not u.codes and not _ERRORISH.search(u.text)
-    sims = _similarities(units, kb)
+    sims, vecs = _similarities(units, kb, exclude)
 
+    relevance = [0.0] * len(units)
     results = []
     for p in library:
         per_unit = sims.get(p.id, {})
@@ -336,6 +360,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 s *= PLAIN_FACTOR
             if decay:
                 s *= 1.0 - EVENT_DECAY * u.event_index
+            relevance[qi] = max(relevance[qi], s)
             if s > best_sem:
                 best_sem, best_unit = s, u
                 best_ind = ind if s_ind >= WHOLE_WEIGHT * s_whole else f"{p.title} (description)"
@@ -373,6 +398,10 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         results.append((score, p, evidence))
 
     results.sort(key=lambda r: (-r[0], r[1].id))
+    best_by_cat: dict[str, float] = {}
+    for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
+        if score >= THRESHOLD:
+            best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), score)
     out = []
     for score, p, evidence in results[:top_k]:
         if score < threshold:
@@ -381,16 +410,112 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             "pattern_id": p.id, "title": p.title, "category": p.category, "kind": p.kind,
             "similarity": round(score, 4), "action": p.action, "evidence": evidence,
         })
-    return out
+    for qi, u in enumerate(units):  # an exact code makes a line a fault line whatever its wording
+        if u.codes:
+            relevance[qi] += CODE_RELEVANCE
+    return Match(out, _categories(model, units, vecs, relevance, best_by_cat))
+
+
+CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the category vote
+
+
+def _categories(model: cat.CategoryModel | None, units: list[Unit], vecs, relevance: list[float],
+                best_by_cat: dict[str, float]) -> list[dict]:
+    if model is None:  # empty library: no basis for any category, say so evenly
+        return [{"category": k, "confidence": 0.25} for k in cat.CATEGORIES]
+    if not units or vecs is None:
+        return cat.predict(model, [], [], [], None)
+    feats = [cat.exact_features(u.text, u.codes or extract_codes(u.text)) for u in units]
+    return cat.predict(model, vecs, feats, relevance, best_by_cat)
+
+
+# --- the category classifier, trained on the library and confirmed diagnoses ----------------
+
+_model_memo: dict[tuple[str, str], cat.CategoryModel] = {}
+
+
+def training_samples(rows: dict, kb: Path | str | None = None) -> list[cat.Sample]:
+    """Classifier samples from ``kbstore.category_training_rows``: every indicator and the
+    title+description of every pattern, and every confirmed diagnosis' texts."""
+    samples: list[cat.Sample] = []
+    for p in rows["patterns"]:
+        sources = tuple(p["sources"])
+        raw_of = {}
+        for raw in p["raw_indicators"]:
+            raw_of.setdefault(mask_text(raw), raw)
+        whole_text, whole_vec = p["whole"]
+        if whole_vec is not None:
+            codes = {c.upper() if not c.startswith("nccl") else c for c in p["codes"]}
+            samples.append(cat.Sample(np.asarray(whole_vec, dtype=np.float32),
+                                      cat.exact_features(whole_text, codes | extract_codes(whole_text)),
+                                      p["category"], cat.WHOLE_SAMPLE_WEIGHT, p["id"], sources))
+        for text, vec in p["indicators"]:
+            raw = raw_of.get(text, text)
+            samples.append(cat.Sample(np.asarray(vec, dtype=np.float32),
+                                      cat.exact_features(raw, extract_codes(raw)),
+                                      p["category"], 1.0, p["id"], sources))
+    _, descriptions = kbstore.category_descriptions()
+    desc = [(name, t) for name, texts in descriptions.items() for t in texts]
+    if desc:
+        vecs = embed([t for _, t in desc], kb=kb, use_store=True)
+        for (name, t), v in zip(desc, vecs, strict=True):
+            samples.append(cat.Sample(v, cat.exact_features(t, extract_codes(t)), name,
+                                      cat.DESCRIPTION_WEIGHT, f"category:{name}", ("kb/categories.yaml",)))
+    texts = [(d, t) for d in rows["confirmed"] for t in d["texts"]]
+    if texts:
+        vecs = embed([mask_text(t) for _, t in texts], kb=kb, use_store=True)
+        for (d, t), v in zip(texts, vecs, strict=True):
+            samples.append(cat.Sample(v, cat.exact_features(t, extract_codes(t)), d["category"],
+                                      cat.CONFIRMED_WEIGHT, d["pattern_id"], (f"diagnosis:{d['id']}",)))
+    return samples
+
+
+def category_model(kb: Path | str | None = None) -> cat.CategoryModel | None:
+    """The classifier for the current library and confirmations: from memory, from the
+    knowledge base, or fitted now (and stored) when either changed.  None: empty library."""
+    state = kbstore.category_training_state(kb=kb)
+    if not any(r[0] != "diagnosis" for r in state):
+        return None
+    fp = cat.fingerprint([*state, ("categories", kbstore.category_descriptions()[0])], model_name())
+    key = (str(kbstore.resolve_kb(kb)), fp)
+    model = _model_memo.get(key)
+    if model is not None:
+        return model
+    stored = kbstore.load_category_model(fp, kb=kb)
+    model = cat.CategoryModel.from_json(stored) if stored else None
+    if model is None:
+        samples = training_samples(kbstore.category_training_rows(kb=kb), kb)
+        if not samples:
+            return None
+        model = cat.train(samples)
+        kbstore.store_category_model(fp, model.to_json(), kb=kb)
+    _model_memo.clear()
+    _model_memo[key] = model
+    return model
 
 
 def match_root_causes(events: list[dict], *, kb: Path | str | None = None, top_k: int = 3,
                       threshold: float = THRESHOLD) -> list[dict]:
     """Root-cause suggestions for report events, best first; [] means no known pattern."""
+    return match_events(events, kb=kb, top_k=top_k, threshold=threshold).root_causes
+
+
+def match_events(events: list[dict], *, kb: Path | str | None = None, top_k: int = 3,
+                 threshold: float = THRESHOLD) -> Match:
+    """Root causes and categories for report events (what ``l4 diagnose`` attaches)."""
     return _rank(units_from_events(events), kb, top_k, decay=True, threshold=threshold)
 
 
 def match_lines(lines: list[str], *, kb: Path | str | None = None, top_k: int = 3,
                 threshold: float = THRESHOLD) -> list[dict]:
     """Root-cause suggestions for raw log lines (``l4 kb match FILE``)."""
-    return _rank(units_from_lines(lines), kb, top_k, decay=False, threshold=threshold)
+    return match_lines_full(lines, kb=kb, top_k=top_k, threshold=threshold).root_causes
+
+
+def match_lines_full(lines: list[str], *, kb: Path | str | None = None, top_k: int = 3,
+                     threshold: float = THRESHOLD, exclude: frozenset[str] = frozenset(),
+                     model: cat.CategoryModel | None = None) -> Match:
+    """Root causes and categories for raw log lines.  ``exclude`` leaves patterns out and
+    ``model`` replaces the stored classifier (both for leave-one-source-out evaluation)."""
+    return _rank(units_from_lines(lines), kb, top_k, decay=False, threshold=threshold,
+                 exclude=frozenset(exclude), model=model)

@@ -72,9 +72,11 @@ def test_kb_match_file(app: typer.Typer, kb: Path, tmp_path: Path) -> None:
     assert out["root_causes"][0]["pattern_id"] == "hccl-ei0006-socket-timeout"
     f.write_text("all good, step 10 loss 1.23\n")
     r = run(app, kb, "kb", "match", str(f), "--format", "json")
-    assert json.loads(r.stdout) == {"root_causes": []}
+    out = json.loads(r.stdout)
+    assert out["root_causes"] == []
+    assert sorted(c["category"] for c in out["categories"]) == ["framework", "hardware", "platform", "user"]
     r = run(app, kb, "kb", "match", str(f))
-    assert "no known pattern" in r.stdout
+    assert "no known pattern" in r.stdout and "category: " in r.stdout
     r = run(app, kb, "kb", "match", str(tmp_path / "missing.log"))
     assert r.exit_code == 1 and "no such file" in r.stderr
 

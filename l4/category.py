@@ -1,0 +1,262 @@
+"""Which of the four kinds of fault is this: a category for every diagnosis.
+
+An SRE's first question is whom to hand a failure to (hardware, user, platform or
+framework), and that must be answered for faults no pattern describes too.  A pattern
+match answers it only above the similarity threshold; below it the report would be
+silent.  So a multinomial logistic regression (scikit-learn) is trained on every text of
+the library, each labelled with its pattern's category:
+
+* features: the MiniLM embedding of the masked text (384-d) plus exact features — the
+  canonical error codes of ``l4.rootcause.extract_codes`` (Xid numbers, errno names,
+  NCCL error names, Ascend/CANN codes, signals), their families (``fam:xid`` ...) and
+  numbers the matcher does not use as evidence (exit codes, errno and signal numbers);
+* samples: every indicator of every pattern, the title+description of every pattern,
+  every SRE-confirmed diagnosis' event texts (weighted ``CONFIRMED_WEIGHT``), so a
+  confirmation teaches the classifier as well as the matcher, and the category
+  descriptions of kb/categories.yaml, which say what each category covers in general
+  and so carry it to faults no pattern describes.
+
+A query (the events of a report, or the lines of ``kb match``) is classified line by
+line; lines are weighted by how much they look like a fault (``relevance``: their best
+similarity to any library text, errors and codes counting more than plain lines), and
+the result is combined with the matcher's best score per category as a product of
+experts, so a confident pattern match pulls the category with it while a weak one
+hardly matters.
+
+Everything here is a pure function over plain data (arrays, lists, dicts); where the
+training data comes from and where the fitted model is kept (the knowledge base) is
+``l4.rootcause``'s and ``l4.kbstore``'s business.  Fitting imports scikit-learn; a
+stored model predicts with numpy alone (``predict_proba`` is the same softmax), which
+keeps ``l4 kb match`` fast.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+CATEGORIES = ("hardware", "user", "platform", "framework")
+VERSION = "1"  # bump when features or training change: stored models are then refitted
+
+# Chosen by leave-one-source-out cross-validation over the library and on the NON-held-out
+# failure excerpts (benchmarks/kb_accuracy.py --sweep), never on held-out excerpts; on 60
+# patterns neighbouring settings differ by one or two patterns, so these are not sharp.
+C = 4.0  # inverse regularisation of the logistic regression
+CODE_WEIGHT = 0.6  # size of one exact feature relative to the unit-norm embedding
+CONFIRMED_WEIGHT = 5.0  # a confirmed diagnosis counts like this many library texts
+WHOLE_SAMPLE_WEIGHT = 0.5  # a pattern's title+description: a weaker sample than a real line
+DESCRIPTION_WEIGHT = 1.0  # a phrase of kb/categories.yaml (what the category means)
+SHARPNESS = 4.0  # how strongly the most fault-like lines dominate a query
+MATCH_GAMMA = 6.0  # weight of a suggested pattern's score for its category (product of experts)
+
+_EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\bexit(?:\s*code|code|_code|\s*status)\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
+    (re.compile(r"\breturn code\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
+    (re.compile(r"\[Errno\s+(\d{1,3})\]", re.I), "ERRNO{0}"),
+    (re.compile(r"\bsignal\s*:?\s*(\d{1,2})\b", re.I), "SIGNAL{0}"),
+    (re.compile(r"\bXid\b", re.I), "fam:xid"),
+    (re.compile(r"\bNCCL\b"), "kw:nccl"),
+    (re.compile(r"\bHCCL\b|\bhccl\w*", re.I), "kw:hccl"),
+    (re.compile(r"\b(?:CANN|aclrt\w*|ACL)\b"), "kw:cann"),
+    (re.compile(r"\bNCCL WARN\b"), "kw:nccl_warn"),
+    (re.compile(r"\bTraceback\b|\w+Error:"), "kw:python_error"),
+]
+_ERRNO_NAMES = {"ENOSPC", "EIO", "ESTALE", "EDQUOT", "ENOMEM", "ENETUNREACH", "ECONNREFUSED",
+                "ECONNRESET", "EPIPE", "EROFS"}
+
+
+def _family(code: str) -> str | None:
+    if code.startswith("XID"):
+        return "fam:xid"
+    if code.startswith("nccl"):
+        return "fam:nccl"
+    if code.startswith("ACL") or re.fullmatch(r"E[A-Z]\d{4}|ERR\d{5}", code):
+        return "fam:ascend"
+    if code in _ERRNO_NAMES:
+        return "fam:errno"
+    if code.startswith("SIG"):
+        return "fam:signal"
+    for prefix in ("CUDA_", "NPU_", "SLURM_", "IBV_"):
+        if code.startswith(prefix):
+            return "fam:" + prefix.rstrip("_").lower()
+    return None
+
+
+def exact_features(text: str, codes: Iterable[str]) -> frozenset[str]:
+    """Exact features of one text: its canonical codes, their families and extra numbers."""
+    out: set[str] = set()
+    for c in codes:
+        out.add(c)
+        fam = _family(c)
+        if fam:
+            out.add(fam)
+    for rx, fmt in _EXTRA_RULES:
+        for m in rx.finditer(text):
+            value = next((g for g in m.groups() if g), "") if m.groups() else ""
+            out.add(fmt.format(value))
+    return frozenset(out)
+
+
+@dataclass
+class Sample:
+    """One training text: its vector, exact features, category, weight and provenance."""
+
+    vector: np.ndarray
+    features: frozenset[str]
+    category: str
+    weight: float = 1.0
+    pattern_id: str = ""
+    sources: tuple[str, ...] = ()
+
+
+@dataclass
+class CategoryModel:
+    """A fitted linear classifier with scikit-learn's attribute names (classes_, coef_,
+    intercept_) and ``predict_proba``, stored as plain JSON in the knowledge base."""
+
+    classes_: list[str]
+    vocab: list[str]
+    coef_: np.ndarray
+    intercept_: np.ndarray
+    prior: dict[str, float] = field(default_factory=dict)
+    n_samples: int = 0
+
+    def transform(self, vectors: np.ndarray, features: Sequence[Iterable[str]]) -> np.ndarray:
+        return featurize(vectors, features, self.vocab)
+
+    def decision_function(self, X: np.ndarray) -> np.ndarray:
+        return X @ self.coef_.T + self.intercept_
+
+    def predict_proba(self, X: np.ndarray) -> np.ndarray:
+        z = self.decision_function(X)
+        if z.shape[1] == 1:  # two classes: scikit-learn's binary layout
+            p1 = 1.0 / (1.0 + np.exp(-z[:, 0]))
+            return np.column_stack([1.0 - p1, p1])
+        z = z - z.max(axis=1, keepdims=True)
+        e = np.exp(z)
+        return e / e.sum(axis=1, keepdims=True)
+
+    def predict(self, X: np.ndarray) -> list[str]:
+        return [self.classes_[i] for i in self.predict_proba(X).argmax(axis=1)]
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "version": VERSION, "classes": self.classes_, "vocab": self.vocab,
+            "coef": np.round(self.coef_, 7).tolist(), "intercept": np.round(self.intercept_, 7).tolist(),
+            "prior": self.prior, "n_samples": self.n_samples,
+        })
+
+    @classmethod
+    def from_json(cls, text: str) -> CategoryModel | None:
+        """The stored model, or None when it was written by another version (refit)."""
+        try:
+            d = json.loads(text)
+            if d.get("version") != VERSION:
+                return None
+            return cls(list(d["classes"]), list(d["vocab"]),
+                       np.asarray(d["coef"], dtype=np.float64),
+                       np.asarray(d["intercept"], dtype=np.float64),
+                       {k: float(v) for k, v in d.get("prior", {}).items()}, int(d.get("n_samples", 0)))
+        except (ValueError, KeyError, TypeError):
+            return None
+
+
+def featurize(vectors: np.ndarray, features: Sequence[Iterable[str]], vocab: list[str]) -> np.ndarray:
+    """[embedding | CODE_WEIGHT * one-hot(exact features in vocab)] per row."""
+    vectors = np.asarray(vectors, dtype=np.float64).reshape(len(features), -1)
+    index = {f: i for i, f in enumerate(vocab)}
+    onehot = np.zeros((len(features), len(vocab)), dtype=np.float64)
+    for r, feats in enumerate(features):
+        for f in feats:
+            j = index.get(f)
+            if j is not None:
+                onehot[r, j] = CODE_WEIGHT
+    return np.hstack([vectors, onehot])
+
+
+def train(samples: Sequence[Sample], *, c: float | None = None) -> CategoryModel:
+    """Fit the classifier on library and confirmed samples (scikit-learn, lbfgs)."""
+    from sklearn.linear_model import LogisticRegression
+
+    if not samples:
+        raise ValueError("no training samples for the category classifier")
+    counts: dict[str, int] = {}
+    for s in samples:
+        counts[s.category] = counts.get(s.category, 0) + 1
+    # An exact feature seen once teaches nothing general; keep those seen twice or more.
+    df: dict[str, int] = {}
+    for s in samples:
+        for f in s.features:
+            df[f] = df.get(f, 0) + 1
+    vocab = sorted(f for f, n in df.items() if n >= 2)
+    total = sum(counts.values())
+    prior = {k: counts.get(k, 0) / total for k in CATEGORIES}
+    classes = sorted(counts)
+    if len(classes) == 1:  # nothing to separate: every query gets this category
+        k = len(vocab) + len(samples[0].vector)
+        return CategoryModel(classes, vocab, np.zeros((1, k)), np.zeros(1), prior, len(samples))
+    X = featurize(np.vstack([s.vector for s in samples]), [s.features for s in samples], vocab)
+    y = np.array([s.category for s in samples])
+    w = np.array([s.weight for s in samples], dtype=np.float64)
+    # Categories with few patterns (framework) must not be drowned by large ones.
+    w = w * np.array([total / (len(classes) * counts[c_]) for c_ in y])
+    lr = LogisticRegression(C=C if c is None else c, max_iter=3000)
+    lr.fit(X, y, sample_weight=w)
+    return CategoryModel(list(lr.classes_), vocab, lr.coef_.copy(), lr.intercept_.copy(), prior,
+                         len(samples))
+
+
+def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterable[str]],
+            relevance: Sequence[float], match_scores: dict[str, float] | None = None) -> list[dict]:
+    """All four categories, most likely first: [{"category", "confidence"}, ...].
+
+    ``relevance`` (one value per text, about 0..1) says how fault-like each text is; the
+    texts' class probabilities are averaged with weights softmax(SHARPNESS * relevance).
+    ``match_scores`` is the best score per category of the patterns the matcher suggests
+    (at or above its threshold; a weaker match proved misleading for new faults); it
+    enters as exp(MATCH_GAMMA * score).  Without any text the training prior is returned.
+    """
+    if len(features) == 0:
+        probs = {k: model.prior.get(k, 0.25) for k in CATEGORIES}
+    else:
+        p = model.predict_proba(model.transform(vectors, features))
+        r = np.asarray(relevance, dtype=np.float64)
+        w = np.exp(SHARPNESS * (r - r.max()))
+        w = w / w.sum()
+        mean = w @ p
+        probs = {k: 0.0 for k in CATEGORIES}
+        for k, v in zip(model.classes_, mean, strict=True):
+            probs[k] = float(v)
+    # a category the classifier never saw still gets a small share, never exactly zero
+    probs = {k: max(v, 1e-4) for k, v in probs.items()}
+    if match_scores:
+        probs = {k: v * float(np.exp(MATCH_GAMMA * match_scores.get(k, 0.0))) for k, v in probs.items()}
+    total = sum(probs.values())
+    ranked = sorted(CATEGORIES, key=lambda k: (-probs[k], CATEGORIES.index(k)))
+    return [{"category": k, "confidence": round(probs[k] / total, 4)} for k in ranked]
+
+
+def fingerprint(state: Sequence[tuple], model_name: str) -> str:
+    """Hash of what a model is trained on: library rows, confirmations, model, settings."""
+    h = hashlib.sha256()
+    h.update(json.dumps([VERSION, model_name, C, CODE_WEIGHT, CONFIRMED_WEIGHT, WHOLE_SAMPLE_WEIGHT,
+                         DESCRIPTION_WEIGHT], default=str).encode())
+    for row in state:
+        h.update(json.dumps(row, default=str, sort_keys=True).encode())
+    return h.hexdigest()
+
+
+def format_category(categories: Sequence[dict] | None) -> str | None:
+    """'category: hardware (0.81)' for a report's ``categories``, or None without one."""
+    if not categories:
+        return None
+    top = categories[0]
+    try:
+        return f"category: {top['category']} ({float(top['confidence']):.2f})"
+    except (KeyError, TypeError, ValueError):
+        return None

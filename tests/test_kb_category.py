@@ -1,0 +1,257 @@
+"""A category for every diagnosis, and matching that never embeds a known text twice.
+
+Real model (offline), real DuckDB files, the CLI through typer's runner; the cache tests
+read the module's own load counter (``l4.embed.MODEL_LOADS``), and one runs ``l4 kb
+match`` in a new process to show that torch is not even imported for known text.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from flows.artifacts import summary_markdown
+from l4 import category as cat
+from l4 import embed, kbstore, rootcause
+from l4.cli_kb import register
+from l4.pipeline import attach_root_causes
+from l4.report import render_text
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+ALL = ["framework", "hardware", "platform", "user"]
+
+# A fault no pattern of the library describes (a made-up site service), in two wordings.
+NEW_FAULT = "quasar-ctl: lease renewal for partition ZX-4 was refused by the vault arbiter, worker fenced"
+NEW_FAULT_AGAIN = "quasar-ctl: lease renewal for partition QB-9 was refused by the vault arbiter, worker fenced"
+
+
+@pytest.fixture(scope="module")
+def app() -> typer.Typer:
+    a = typer.Typer()
+
+    @a.callback()
+    def main() -> None:
+        """l4 (test app)"""
+
+    register(a)
+    return a
+
+
+@pytest.fixture(scope="module")
+def seeded_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    kb = tmp_path_factory.mktemp("catkb") / "kb.duckdb"
+    rootcause.ensure_embeddings(kb)
+    rootcause.category_model(kb)
+    return kb
+
+
+@pytest.fixture
+def kb(seeded_kb: Path, tmp_path: Path) -> Path:
+    dst = tmp_path / "kb.duckdb"
+    shutil.copy(seeded_kb, dst)
+    return dst
+
+
+def run(app: typer.Typer, kb: Path, *args: str):
+    return runner.invoke(app, [*args, "--kb", str(kb)], catch_exceptions=False)
+
+
+def _event(text: str, eid: str = "e1") -> dict:
+    return {"event_id": eid, "template": text, "score": 2.0, "count": 1, "nodes": ["w1"],
+            "examples": [{"file": "logs/w1.log", "line": 3, "node": "w1", "text": text}]}
+
+
+def _check_categories(cats: list[dict]) -> None:
+    assert sorted(c["category"] for c in cats) == ALL
+    conf = [c["confidence"] for c in cats]
+    assert conf == sorted(conf, reverse=True)
+    assert abs(sum(conf) - 1.0) < 1e-3 and all(0.0 < c < 1.0 for c in conf)
+
+
+# --- the classifier -------------------------------------------------------------------------
+
+
+def test_classifier_follows_estimator_conventions_and_survives_storage(seeded_kb: Path) -> None:
+    from sklearn.linear_model import LogisticRegression
+
+    samples = rootcause.training_samples(kbstore.category_training_rows(kb=seeded_kb), seeded_kb)
+    assert len(samples) > 100 and {s.category for s in samples} == set(ALL)
+    model = cat.train(samples)
+    assert model.classes_ == sorted(ALL) and model.coef_.shape[0] == 4
+    X = model.transform(np.vstack([s.vector for s in samples[:20]]), [s.features for s in samples[:20]])
+    # the same softmax scikit-learn computes, before and after a JSON round trip
+    ref = LogisticRegression(C=cat.C, max_iter=3000)
+    ref.classes_, ref.coef_, ref.intercept_ = np.array(model.classes_), model.coef_, model.intercept_
+    assert np.allclose(model.predict_proba(X), ref.predict_proba(X))
+    back = cat.CategoryModel.from_json(model.to_json())
+    assert back is not None and np.allclose(back.predict_proba(X), model.predict_proba(X), atol=1e-5)
+    assert cat.CategoryModel.from_json(model.to_json().replace(f'"version": "{cat.VERSION}"', '"version": "0"')) is None
+
+
+@pytest.mark.parametrize(("line", "want"), [
+    # wordings that no pattern carries; the category must still be right
+    ("kernel: mce: [Hardware Error]: CPU 12: Machine Check: 0 Bank 7: memory controller read error on DIMM B2", "hardware"),
+    ("ValueError: learning rate warmup steps (5000) must be smaller than total train steps (2000) in config.yaml", "user"),
+    ("lfs: cannot write /lustre/project/ckpt/step_900/model.pt: OST0007 is full, no free inodes", "platform"),
+])
+def test_new_faults_get_the_right_category_with_no_pattern(kb: Path, line: str, want: str) -> None:
+    m = rootcause.match_lines_full([line], kb=kb)
+    _check_categories(m.categories)
+    assert m.categories[0]["category"] == want, m.categories
+
+
+def test_categories_are_present_when_no_pattern_matches(kb: Path) -> None:
+    m = rootcause.match_lines_full(["all good, step 10 loss 1.23"], kb=kb)
+    assert m.root_causes == []
+    _check_categories(m.categories)
+    empty = rootcause.match_lines_full([], kb=kb)
+    assert empty.root_causes == []
+    _check_categories(empty.categories)
+    report = attach_root_causes({"job_id": "j", "events": [], "root_causes": []}, kb=kb)
+    assert report["root_causes"] == [] and report["root_causes_status"] == "no known pattern"
+    _check_categories(report["categories"])
+
+
+def test_a_confirmation_changes_the_category_of_a_new_fault(app: typer.Typer, kb: Path) -> None:
+    before = rootcause.match_lines_full([NEW_FAULT_AGAIN], kb=kb).categories
+    assert before[0]["category"] != "hardware", before  # the test needs a flip to prove anything
+    p_hw_before = _classifier_only(kb, NEW_FAULT_AGAIN)
+    fp_before = kbstore.category_training_state(kb=kb)
+    did = kbstore.record_diagnosis({"job_id": "j1", "events": [_event(NEW_FAULT)], "root_causes": []}, kb=kb)
+    r = run(app, kb, "confirm", did, "--new", "--title", "Vault arbiter fences workers",
+            "--category", "hardware", "--action", "Replace the arbiter's disk")
+    assert r.exit_code == 0, r.output
+    assert kbstore.category_training_state(kb=kb) != fp_before
+    with duckdb.connect(str(kb), read_only=True) as con:  # refitted and stored by the confirm
+        assert con.execute("SELECT count(*) FROM category_models").fetchone()[0] == 1
+    after = rootcause.match_lines_full([NEW_FAULT_AGAIN], kb=kb).categories
+    assert after[0]["category"] == "hardware", after
+    # the classifier itself learned it, not only the matcher (no match scores given here)
+    assert _classifier_only(kb, NEW_FAULT_AGAIN) > 2 * p_hw_before
+
+
+def _classifier_only(kb: Path, line: str) -> float:
+    """P(hardware) from the stored classifier alone for one line."""
+    model = rootcause.category_model(kb)
+    vec = embed.embed([embed.mask_text(line)], kb=kb)
+    feats = [cat.exact_features(line, rootcause.extract_codes(line))]
+    probs = {c["category"]: c["confidence"] for c in cat.predict(model, vec, feats, [1.0])}
+    return probs["hardware"]
+
+
+def test_a_library_edit_invalidates_the_stored_classifier(kb: Path) -> None:
+    rootcause.category_model(kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        fp1 = con.execute("SELECT fingerprint FROM category_models").fetchone()[0]
+    kbstore.update_pattern("slurm-preemption", {"category": "user"}, kb=kb)
+    rootcause.ensure_embeddings(kb)
+    rootcause.category_model(kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        rows = con.execute("SELECT fingerprint FROM category_models").fetchall()
+    assert len(rows) == 1 and rows[0][0] != fp1
+
+
+# --- output in every place a person looks ------------------------------------------------------
+
+
+def test_kb_match_json_and_text_carry_the_category(app: typer.Typer, kb: Path, tmp_path: Path) -> None:
+    f = tmp_path / "x.log"
+    f.write_text("NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=python, GPU has fallen off the bus.\n")
+    out = json.loads(run(app, kb, "kb", "match", str(f), "--format", "json").stdout)
+    assert out["root_causes"][0]["category"] == "hardware"
+    _check_categories(out["categories"])
+    assert out["categories"][0]["category"] == "hardware" and out["categories"][0]["confidence"] > 0.8
+    text = run(app, kb, "kb", "match", str(f)).stdout
+    assert f"category: hardware ({out['categories'][0]['confidence']:.2f})" in text
+
+
+def test_inbox_show_report_and_artifact_show_the_category(app: typer.Typer, kb: Path) -> None:
+    report = attach_root_causes({"job_id": "j2", "stage": "training", "nodes": [{"node": "w1", "score": 1.0}],
+                                 "iterations": [], "events": [_event(NEW_FAULT)], "root_causes": []}, kb=kb)
+    line = cat.format_category(report["categories"])
+    assert line and line.startswith("category: ")
+    did = kbstore.record_diagnosis(report, kb=kb)
+    top = report["categories"][0]
+    inbox = run(app, kb, "inbox").stdout
+    assert f"{top['category']} ({top['confidence']:.2f})" in inbox
+    inbox_json = json.loads(run(app, kb, "inbox", "--format", "json").stdout)
+    assert inbox_json[0]["categories"] == report["categories"]
+    assert line in run(app, kb, "show", did).stdout
+    assert line in render_text(report)
+    assert f"category: {top['category']} ({top['confidence']:.2f})" in summary_markdown(report)
+
+
+# --- the embedding cache ----------------------------------------------------------------------
+
+
+def test_known_text_is_never_embedded_twice(kb: Path) -> None:
+    texts = ["quasar-ctl: cache probe one <*>", "quasar-ctl: cache probe two <*>"]
+    first = embed.embed(texts, kb=kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        keys = {r[0] for r in con.execute("SELECT key FROM embed_cache").fetchall()}
+    assert {embed.cache_key(t) for t in texts} <= keys
+    saved_model, saved_cache = embed._model, dict(embed._cache)
+    try:
+        embed._model = None  # as in a new process: no model and an empty memory cache
+        embed._cache.clear()
+        loads = embed.MODEL_LOADS
+        again = embed.embed(texts, kb=kb)
+        assert embed.MODEL_LOADS == loads and embed._model is None
+        assert np.allclose(first, again, atol=1e-6)
+        embed.embed(["quasar-ctl: a text nobody has seen"], kb=kb)  # the counter does count
+        assert embed.MODEL_LOADS == loads + 1
+    finally:
+        embed._model = embed._model or saved_model
+        embed._cache.update(saved_cache)
+
+
+def test_kb_match_in_a_new_process_skips_torch_for_known_text(kb: Path, tmp_path: Path) -> None:
+    f = tmp_path / "x.log"
+    f.write_text("RuntimeError: CUDA error: uncorrectable ECC error encountered (quasar probe)\n"
+                 "[rank3]: EI0006: Getting socket times out (quasar probe).\n")
+    script = (
+        "import json, sys\n"
+        "from typer.testing import CliRunner\n"
+        "from l4.cli import app\n"
+        "from l4 import embed\n"
+        f"r = CliRunner().invoke(app, ['kb', 'match', {str(f)!r}, '--kb', {str(kb)!r}, '--format', 'json'])\n"
+        "print(json.dumps({'code': r.exit_code, 'torch': 'torch' in sys.modules,\n"
+        "                  'loads': embed.MODEL_LOADS, 'out': r.stdout}))\n"
+    )
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+
+    def once() -> dict:
+        p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                           timeout=300, check=True)
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+    first, second = once(), once()
+    assert first["code"] == 0 and first["loads"] == 1 and first["torch"]
+    assert second["code"] == 0 and second["loads"] == 0 and not second["torch"]
+    assert json.loads(second["out"]) == json.loads(first["out"])
+
+
+def test_a_version_1_file_is_migrated_to_the_cache_schema(tmp_path: Path) -> None:
+    kb = tmp_path / "kb.duckdb"
+    kbstore.list_patterns(kb=kb)
+    with duckdb.connect(str(kb)) as con:  # turn it into what l4 wrote before the migration
+        con.execute("DROP TABLE embed_cache")
+        con.execute("DROP TABLE category_models")
+        con.execute("UPDATE kb_meta SET value = '1' WHERE key = 'schema_version'")
+    n = len(kbstore.list_patterns(kb=kb))
+    with duckdb.connect(str(kb), read_only=True) as con:
+        tables = {r[0] for r in con.execute("SELECT table_name FROM information_schema.tables").fetchall()}
+        version = con.execute("SELECT value FROM kb_meta WHERE key = 'schema_version'").fetchone()[0]
+    assert {"embed_cache", "category_models"} <= tables and int(version) == kbstore.SCHEMA_VERSION
+    assert n == len(kbstore.seed_patterns())
