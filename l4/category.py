@@ -238,7 +238,9 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
         probs = {k: v * float(np.exp(MATCH_GAMMA * match_scores.get(k, 0.0))) for k, v in probs.items()}
     total = sum(probs.values())
     ranked = sorted(CATEGORIES, key=lambda k: (-probs[k], CATEGORIES.index(k)))
-    return [{"category": k, "confidence": round(probs[k] / total, 4)} for k in ranked]
+    # never exactly 0 or 1 once rounded: no category is certain from log lines alone
+    return [{"category": k, "confidence": round(min(max(probs[k] / total, 1e-4), 0.9999), 4)}
+            for k in ranked]
 
 
 def fingerprint(state: Sequence[tuple], model_name: str) -> str:
