@@ -85,6 +85,7 @@ def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
 #: how each piece of node evidence (``l4.spatial``) reads in the text report
 _EVIDENCE_WORDS = {
     "named": "named as the failed node",
+    "named_by_peers": "its peers' errors name it",
     "specific": "errors of its own",
     "odd_measurements": "its timers disagree with all others",
     "missing_symptom": "lacks the timeouts the others show",

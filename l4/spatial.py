@@ -13,6 +13,10 @@ filter, the ranking weighs evidence that tells a culprit from its victims:
   hang) — judged by time when clocks allow, by progress otherwise;
 * **named**: the platform itself says which node failed ("srun: error: Node failure on
   cn346") — the strongest evidence there is, since that node often logs nothing at all;
+* **named by its peers**: the others' errors name it ("Connection closed by peer
+  10.0.0.7:5531", "Got completion from peer 10.0.0.7<43200> with error 12", a host name),
+  by an address or host name that only this node prints as its own.  A culprit whose NIC
+  or link failed often logs nothing; its peers say whom they lost;
 * **odd measurements**: the one node whose own timers disagree with everybody else's by a
   wide margin in a line all nodes print (a straggler computes 8 s where the others compute
   1.8 s and then wait 24 s in all-reduce) — a slow node prints no error at all.
@@ -39,6 +43,8 @@ W_MISSING = 0.2
 W_STOPPED = 0.15
 W_IFOREST = 0.1
 W_NAMED = 0.6
+#: being named by the peers' own errors (an address or host name only that node has)
+W_PEERS = 0.35
 #: specific trouble of one novel, severe (1.0) event on a single node
 LONE_CAUSE = (0.1 + 1.0) ** 2
 W_ODD = 0.3
@@ -187,6 +193,63 @@ def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     return out
 
 
+_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+
+
+def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
+    """Token -> the node it names: every node's id and short host name, and the IPv4
+    addresses that exactly one node prints in its ordinary lines (its own interface, as
+    NCCL's and gloo's start-up lines show).  An address several nodes print is the
+    rendezvous host every rank dials, or a loopback: it names nobody."""
+    ids: dict[str, int] = {}
+    for i, name in enumerate(job.nodes):
+        for token in {name, name.split(".")[0]}:
+            if len(token) >= 3 and not token.isdigit():
+                ids[token] = i
+    seen: dict[str, set[int]] = {}
+    for i in range(job.n_nodes):
+        for c, ex in job.examples[i].items():
+            if cross.anomalous[i, c]:
+                continue
+            for ip in _IPV4.findall(ex[1]):
+                seen.setdefault(ip, set()).add(i)
+    for ip, who in seen.items():
+        if len(who) == 1 and not ip.startswith(("127.", "0.")):
+            ids[ip] = next(iter(who))
+    return ids
+
+
+def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: the share of the other nodes whose troubling unusual lines name it."""
+    n = job.n_nodes
+    out = np.zeros(n)
+    if n < 2:
+        return out
+    ids = _identities(job, cross)
+    if not ids:
+        return out
+    host_rx = re.compile(r"(?<![\w.-])(" + "|".join(
+        re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)")
+    namers: list[set[int]] = [set() for _ in range(n)]
+    for j in range(n):
+        cols = np.nonzero(cross.anomalous[j] & (cross.severity >= 0.5))[0].tolist()
+        for c in cols:
+            texts = [job.last_examples[j].get(c, "")]
+            if c in job.examples[j]:
+                texts.append(job.examples[j][c][1])
+            for text in texts:
+                for m in host_rx.finditer(text):
+                    i = ids[m.group(1)]
+                    if i != j:
+                        namers[i].add(j)
+    for i in range(n):
+        out[i] = len(namers[i]) / (n - 1)
+    # a name every node's errors carry (the one rendezvous host) tells nothing apart
+    if (out > 0).sum() > max(1, n // 2):
+        return np.zeros(n)
+    return out
+
+
 def odd_measurements(job: ParsedJob) -> np.ndarray:
     """Per node: how far its last measured values (timings, rates) stand apart from every
     other node's, in lines that most nodes print.
@@ -247,8 +310,10 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     iso = iforest_scores(np.hstack([feats, extra]), seed=seed)
     named = named_failed(job, cross)
     odd = _normalise(odd_measurements(job))
+    peers = named_by_peers(job, cross)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
-             + W_ODD * odd) / (1.0 + W_ODD * (odd.max() > 0))
+             + W_ODD * odd + W_PEERS * peers) / (
+                 1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     order = sorted(range(n), key=lambda i: (-total[i], job.nodes[i]))
@@ -263,6 +328,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "iforest": round(float(iso[i]), 4),
                 "named": round(float(named[i]), 4),
                 "odd_measurements": round(float(odd[i]), 4),
+                "named_by_peers": round(float(peers[i]), 4),
             },
         )
         for i in order
