@@ -250,14 +250,10 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
         tpos, tnum, tts = tracks[i]
         dur = duration_anomalies(tnum, tts)
         if dur:
-            runs = [it for it, _ in dur]
-            # a slow node shows as a run of consecutive slow iterations; take its first
-            for a, b, c in zip(runs, runs[1:], runs[2:], strict=False):
-                if b - a <= step and c - b <= step:
-                    if first_slow is None or a < first_slow:
-                        first_slow = a
-                        sustained = _slow_to_the_end(tnum, tts, a)
-                    break
+            a = _first_run(dur, step)
+            if a is not None and (first_slow is None or a < first_slow):
+                first_slow = a
+                sustained = _slow_to_the_end(tnum, tts, a)
             for it, z in dur:
                 bump(it, min(z, 12.0) / 4.0)
         for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
@@ -328,6 +324,43 @@ def streak_onset(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray, alarming: n
     return best
 
 
+def _first_run(dur: list[tuple[int, float]], step: float) -> float | None:
+    """First iteration of a run of three consecutive slow iterations (a slow node shows
+    as such a run; a lone spike does not)."""
+    runs = [it for it, _ in dur]
+    for a, b, c in zip(runs, runs[1:], runs[2:], strict=False):
+        if b - a <= step and c - b <= step:
+            return a
+    return None
+
+
+def slowed_first(job: ParsedJob, counter: Counter | None) -> np.ndarray:
+    """Per node: 1 for the one node whose iterations turned slow (and stayed slow) before
+    every other counting node's did.
+
+    In step-locked training a node that is slow after a collective (host work, data, a
+    throttled device) prints its own step late first; its peers wait for it at the next
+    collective and slow down one step later.  When all turn slow at the same step nothing
+    is told apart.
+    """
+    out = np.zeros(job.n_nodes)
+    if counter is None or len(counter.tracks) < 3:
+        return out
+    first: dict[int, float] = {}
+    for i, (_, tnum, tts) in counter.tracks.items():
+        dur = duration_anomalies(tnum, tts)
+        a = _first_run(dur, counter.step) if dur else None
+        if a is not None and _slow_to_the_end(tnum, tts, a):
+            first[i] = a
+    if len(first) < 3:
+        return out
+    order = sorted(first, key=first.get)
+    lead, rest = order[0], [first[i] for i in order[1:]]
+    if first[lead] + counter.step <= min(rest):
+        out[lead] = 1.0
+    return out
+
+
 def _slow_to_the_end(nums: np.ndarray, ts: np.ndarray, start: float) -> bool:
     """Did iterations stay at least twice as slow as before from ``start`` to the end of the
     track?  (The 3-sigma rule stops flagging a slowdown once the window is full of it.)"""
@@ -340,7 +373,9 @@ def _slow_to_the_end(nums: np.ndarray, ts: np.ndarray, start: float) -> bool:
     before = before[-WINDOW:]
     if before.size < 2 or after.size < 2:
         return False
-    return bool(np.median(after) > 2.0 * np.median(before) and after[-1] > 2.0 * np.median(before))
+    # the last few, not the very last: a line flushed as the job is torn down comes fast
+    tail = float(np.median(after[-3:]))
+    return bool(np.median(after) > 2.0 * np.median(before) and tail > 2.0 * np.median(before))
 
 
 def iteration_at(job: ParsedJob, counter: Counter, r: int, point: tuple[int, int | None, float],

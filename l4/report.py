@@ -86,6 +86,7 @@ def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
 _EVIDENCE_WORDS = {
     "named": "named as the failed node",
     "named_by_peers": "its peers' errors name it",
+    "slowed_first": "slowed down before the others",
     "specific": "errors of its own",
     "odd_measurements": "its timers disagree with all others",
     "missing_symptom": "lacks the timeouts the others show",

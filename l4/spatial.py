@@ -17,6 +17,8 @@ filter, the ranking weighs evidence that tells a culprit from its victims:
   10.0.0.7:5531", "Got completion from peer 10.0.0.7<43200> with error 12", a host name),
   by an address or host name that only this node prints as its own.  A culprit whose NIC
   or link failed often logs nothing; its peers say whom they lost;
+* **slowed first**: the one node whose iterations turned slow a step before everyone
+  else's (its peers then wait for it at every collective);
 * **odd measurements**: the one node whose own timers disagree with everybody else's by a
   wide margin in a line all nodes print (a straggler computes 8 s where the others compute
   1.8 s and then wait 24 s in all-reduce) — a slow node prints no error at all.
@@ -34,8 +36,10 @@ import numpy as np
 from sklearn.ensemble import IsolationForest
 
 from l4.crossjob import CrossJobResult
+from l4.iterations import find_counter, slowed_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
+from l4.profiles import choose_profile
 from l4.severity import is_symptom
 
 W_SPECIFIC = 0.55
@@ -48,6 +52,8 @@ W_PEERS = 0.35
 #: specific trouble of one novel, severe (1.0) event on a single node
 LONE_CAUSE = (0.1 + 1.0) ** 2
 W_ODD = 0.3
+#: turning slow a step before every other node (see l4.iterations.slowed_first)
+W_SLOW = 0.3
 #: how far (as a factor) a node's measurement must be from the other nodes' median
 ODD_FACTOR = 3.0
 #: Messages in which the scheduler or launcher names the node that failed (group ``host``,
@@ -250,6 +256,13 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     return out
 
 
+def _slowed_first(job: ParsedJob) -> np.ndarray:
+    """``l4.iterations.slowed_first`` over the job's own counter."""
+    profile = choose_profile(job.templates, job.framework)
+    stages = [profile.stage_of(t) for t in job.templates]
+    return slowed_first(job, find_counter(job, profile, stages))
+
+
 def odd_measurements(job: ParsedJob) -> np.ndarray:
     """Per node: how far its last measured values (timings, rates) stand apart from every
     other node's, in lines that most nodes print.
@@ -311,9 +324,11 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     named = named_failed(job, cross)
     odd = _normalise(odd_measurements(job))
     peers = named_by_peers(job, cross)
+    slow = _slowed_first(job)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
-             + W_ODD * odd + W_PEERS * peers) / (
-                 1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0))
+             + W_ODD * odd + W_PEERS * peers + W_SLOW * slow) / (
+                 1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
+                 + W_SLOW * (slow.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     order = sorted(range(n), key=lambda i: (-total[i], job.nodes[i]))
@@ -329,6 +344,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "named": round(float(named[i]), 4),
                 "odd_measurements": round(float(odd[i]), 4),
                 "named_by_peers": round(float(peers[i]), 4),
+                "slowed_first": round(float(slow[i]), 4),
             },
         )
         for i in order

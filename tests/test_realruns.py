@@ -21,7 +21,6 @@ NAMES = fixture_names()
 
 # (case, aspect) -> what the engine does instead today (measured on the current engine)
 KNOWN_MISSES: dict[tuple[str, str], str] = {
-    ("case-8", "node"): "straggler until the time limit: all three nodes score the same (0.13), a peer is listed first",
 }
 
 

@@ -101,3 +101,19 @@ def test_profile_chosen_from_job_json_or_lines():
     assert choose_profile([], "Megatron-LM").name == "megatron"
     assert choose_profile(["[titan] <TS> - root - INFO - step: <*> loss: <*> mfu: <*>%"]).name == "torchtitan"
     assert choose_profile(["nothing known here"]).name == "generic"
+
+
+def _track(slow_from: int, n: int = 40) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    nums = np.arange(1, n + 1, dtype=float)
+    dur = np.where(nums >= slow_from, 1.6, 0.1) + np.random.default_rng(slow_from).uniform(0, 0.01, n)
+    return np.arange(n), nums, np.cumsum(dur)
+
+
+def test_the_node_that_slowed_a_step_before_the_others_is_singled_out():
+    from types import SimpleNamespace
+
+    job = SimpleNamespace(n_nodes=4)
+    lead = iterations.Counter(0, [0], {0: _track(21), 1: _track(21), 2: _track(20), 3: _track(21)}, 1.0)
+    assert iterations.slowed_first(job, lead).tolist() == [0.0, 0.0, 1.0, 0.0]
+    together = iterations.Counter(0, [0], {i: _track(21) for i in range(4)}, 1.0)
+    assert iterations.slowed_first(job, together).tolist() == [0.0] * 4
