@@ -14,6 +14,7 @@ import numpy as np
 
 from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
+from l4.severity import is_boilerplate
 from l4.spatial import NodeScore
 
 MAX_EVENTS = 25
@@ -42,6 +43,8 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
     n = max(job.n_nodes, 1)
     out: list[Indicator] = []
     for c in np.nonzero(cross.kept)[0].tolist():
+        if is_boilerplate(job.templates[c]):
+            continue  # a traceback header or a rule of dashes: context, not an event
         anom_nodes = np.nonzero(cross.anomalous[:, c])[0]
         sev = float(cross.severity[c])
         on_top = bool(cross.anomalous[top, c])

@@ -22,7 +22,6 @@ Nothing here depends on a framework's wording beyond the profile's stage words.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -32,6 +31,7 @@ from l4.crossjob import normal_rows
 from l4.iterations import find_counter
 from l4.merge import ParsedJob
 from l4.profiles import EARLY, choose_profile
+from l4.severity import has_words
 
 STARTUP, LOOP_PHASE, END = "startup", "loop", "end"
 _LOOP_STAGES = ("training", "checkpointing", "evaluation")
@@ -103,14 +103,11 @@ class Timeline:
         )
 
 
-_PLACEHOLDER = re.compile(r"<[A-Z*]+>")
-_WORD = re.compile(r"[A-Za-z]{3,}")
-
-
 def informative(template: str) -> bool:
     """Does a template say anything of its own?  A blank line, a rule of dashes or a bare
     number is printed anywhere: its place in healthy runs says nothing about a phase."""
-    return _WORD.search(_PLACEHOLDER.sub(" ", template)) is not None
+    return has_words(template)
+
 
 
 def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:

@@ -62,10 +62,37 @@ _WARN_LEVEL = re.compile(r"^\[W[ \d]|^W\d{4}|\bWARNING\b|\[WARN\]|\w+Warning:|^w
 _LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)")
 
 
+# Lines that frame an error rather than state one: Python's own traceback and chaining
+# headers, the C++ stack header torch prints, rules of dashes, blank lines.  The exception
+# line they frame is the event; they are its context.
+_BOILERPLATE = re.compile(
+    r"^\s*(?:Traceback \(most recent call last\):"
+    r"|During handling of the above exception, another exception occurred:"
+    r"|The above exception was the direct cause of the following exception:"
+    r"|Exception raised from .* \(most recent call first\):"
+    r"|frame #\S+: .*)\s*$"
+)
+_WORD = re.compile(r"[A-Za-z]{3,}")
+_PLACEHOLDER = re.compile(r"<[A-Z*]+>")
+
+
+def has_words(template: str) -> bool:
+    """Does a template say anything of its own (a word outside the placeholders)?  A blank
+    line, a rule of dashes or a bare number does not."""
+    return _WORD.search(_PLACEHOLDER.sub(" ", template)) is not None
+
+
+@lru_cache(maxsize=65536)
+def is_boilerplate(template: str) -> bool:
+    """True for lines that frame an error without saying what it is, and for lines with no
+    word of their own (separators, blank lines): never an indicator by themselves."""
+    return bool(_BOILERPLATE.match(template)) or not has_words(template)
+
+
 @lru_cache(maxsize=65536)
 def severity(template: str) -> float:
     """0 for routine lines, 0.15 warnings, 0.6 errors, 1.0 when a cause is named."""
-    if _TB_HEADER.match(template):
+    if _TB_HEADER.match(template) or _BOILERPLATE.match(template):
         return 0.3
     if _CAUSE.search(template):
         score = 1.0

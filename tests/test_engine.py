@@ -112,3 +112,24 @@ def test_scales_of_node_counts(tmp_path, n_nodes, culprit):
     base = xid_job(tmp_path / "b", n_nodes=n_nodes, healthy=True, seed=3)
     report = diagnose(failed, [base])
     assert report["nodes"][0]["node"] == f"node-{culprit}"
+
+
+def test_framing_lines_are_context_not_events(tmp_path):
+    """Separators, blank lines and Python's traceback and chaining headers frame an error;
+    the exception lines are the events."""
+    tb = ("=" * 40 + "\n" + "Traceback (most recent call last):\n"
+          '  File "/srv/train.py", line 9, in <module>\n    main()\n'
+          "ValueError: bad shard 3\n\n"
+          "During handling of the above exception, another exception occurred:\n\n"
+          "Traceback (most recent call last):\n"
+          '  File "/srv/train.py", line 12, in <module>\n    cleanup()\n'
+          "RuntimeError: cleanup failed after bad shard\n" + "-" * 40 + "\n")
+    nodes = {f"n{r}": megatron_node(20, rank=r, prints_iters=True) for r in range(4)}
+    base = write_job(tmp_path / "ok", dict(nodes), status="succeeded")
+    nodes["n2"] = megatron_node(20, rank=2, prints_iters=True, fail_at=12) + tb
+    report = diagnose(write_job(tmp_path / "failed", nodes), [base])
+    templates = [e["template"] for e in report["events"]]
+    assert any(t.startswith("ValueError: bad shard") for t in templates)
+    assert any(t.startswith("RuntimeError: cleanup failed") for t in templates)
+    assert not any(t.startswith(("Traceback", "During handling", "===", "---", "<EMPTY>"))
+                   for t in templates)
