@@ -2043,7 +2043,8 @@ def simulate_case(out: Path, seed: int, *, framework: str | None = None, n_nodes
                   "platform": failed.style.platform, "ranks_per_node": failed.style.rpn,
                   "host_scheme": _scheme_of(failed), "iter_line": _iter_style(failed),
                   "dialect": failed.dialect.record(),
-                  "baselines_same_dialect": [b.dialect is failed.dialect for b in baselines]},
+                  "baselines_same_dialect": [b.dialect is failed.dialect for b in baselines],
+                  "baseline_dialects": [b.dialect.record() for b in baselines]},
     }
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     return truth
