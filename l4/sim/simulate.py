@@ -17,7 +17,11 @@ What makes the cases hard (on purpose, because real jobs are like that):
 * propagation: after the culprit fails its peers print *more* errors (watchdog timeouts,
   connection resets, launcher teardown), sometimes with earlier timestamps because host
   clocks are skewed and a killed process may not print anything itself;
-* anomalies with no error line at all (a hang, a slow node).
+* anomalies with no error line at all (a hang, a slow node);
+* no single dialect per framework: every job draws a :class:`~l4.sim.dialect.Dialect`
+  (script timestamps and levels, progress-line wording, paraphrased announcements,
+  layered who-prefixes, host names, ranks per node, who prints what); the fault's own
+  messages stay verbatim.
 
 Everything is a pure function of the seed.  ``bytes_per_node`` grows the training phase so
 that the performance benchmark gets large files quickly.
