@@ -12,8 +12,27 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from l4.baselines import error_count_ranking, is_error_line
+from l4.sim import dialect as V
 from l4.sim import simdata as D
 from l4.sim.simulate import list_faults, list_frameworks, simulate_case, simulate_suite
+
+NATIVE_ITER = {
+    "megatron": r" iteration\s+(\d+)/", "mindspeed": r" iteration\s+(\d+)/",
+    "torchtitan": r"step:\s+(\d+)\s", "deepspeed": r"\] step=(\d+),",
+    "hf": r"(?m)(?:^|[\]:Z] ?)\s*\d{1,3}%\|.{10}\| (\d+)/\d+ \[[\d:]+<[\d:]+, [\d.]+s/it\]$",
+}
+
+
+def printed_iterations(job: Path, truth: dict) -> list[int]:
+    """Iteration numbers the job printed, read the way its dialect words them."""
+    style = truth["style"]["iter_line"]
+    pattern = NATIVE_ITER[truth["framework"]] if style == "native" else V.progress_pattern(style)
+    if truth["framework"] == "hf":  # the progress bar is printed whatever the script's own lines
+        pattern = NATIVE_ITER["hf"]
+    out = []
+    for p in node_files(job).values():
+        out += [int(x) for x in re.findall(pattern, "\n".join(read_lines(p)))]
+    return out
 
 
 def read_lines(path: Path) -> list[str]:
@@ -148,35 +167,49 @@ def test_baselines_finish_the_run(small_case):
     out, truth = small_case
     text = "\n".join(baseline_lines(out, truth))
     assert "[after training is done]" in text  # Megatron's finalization marker
-    assert "successfully saved checkpoint" in text
+    saved = "  successfully saved checkpoint from iteration {it:7d} to {ckpt_dir} [ t 1/{tp}, p 1/{pp} ]"
+    k = truth["style"]["dialect"]["paraphrase"].get(saved)
+    wording = V.PARAPHRASES[saved][k - 1] if k else saved
+    assert wording.split("{")[0].strip() in text
 
 
 def test_training_fault_iteration_is_first_unfinished(small_case):
     """Megatron prints iteration N at its end; a fault during N+1 means N+1 never prints."""
     out, truth = small_case
     assert truth["stage"] == "training" and isinstance(truth["iteration"], int)
-    printed = []
-    for p in node_files(out / "failed").values():
-        printed += [int(m.group(1)) for m in re.finditer(r" iteration\s+(\d+)/", "\n".join(read_lines(p)))]
+    printed = printed_iterations(out / "failed", truth)
     assert printed and max(printed) == truth["iteration"] - 1
 
 
-@pytest.mark.parametrize("framework,pattern", [
-    ("torchtitan", r"step:\s+(\d+)\s"),
-    ("deepspeed", r"\] step=(\d+),"),
-    ("hf", r"(?m)(?:^|[\]:Z] ?)\s*\d{1,3}%\|.{10}\| (\d+)/\d+ \[[\d:]+<[\d:]+, [\d.]+s/it\]$"),
-])
-def test_iteration_semantics_other_frameworks(tmp_path, framework, pattern):
+@pytest.mark.parametrize("framework", ["torchtitan", "deepspeed", "hf"])
+@pytest.mark.parametrize("vary", [False, True])
+def test_iteration_semantics_other_frameworks(tmp_path, framework, vary):
     fault = "segfault" if framework != "deepspeed" else "cuda_oom"
     for seed in range(6):
         truth = simulate_case(tmp_path / str(seed), seed, framework=framework, fault=fault, n_nodes=3,
-                              iterations=40, n_baselines=0)
+                              iterations=40, n_baselines=0, vary=vary)
         if truth["stage"] != "training":
             continue
-        printed = []
-        for p in node_files(tmp_path / str(seed) / "failed").values():
-            printed += [int(x) for x in re.findall(pattern, "\n".join(read_lines(p)))]
+        printed = printed_iterations(tmp_path / str(seed) / "failed", truth)
         assert printed and max(printed) == truth["iteration"] - 1
+        return
+    pytest.skip("no training-stage case among the seeds tried")
+
+
+@pytest.mark.parametrize("iter_style", V.ITER_STYLES)
+@pytest.mark.parametrize("framework", ["megatron", "deepspeed", "torchtitan"])
+def test_every_progress_wording_keeps_the_iteration_exact(tmp_path, iter_style, framework):
+    """Whatever the wording, the last printed iteration is the one before the truth's."""
+    d = V.Dialect(ts="epoch_ts", level="glog", iter_style=iter_style, progress_who="last")
+    for seed in range(8):
+        truth = simulate_case(tmp_path / str(seed), seed, framework=framework, fault="segfault" if framework != "deepspeed" else "cuda_oom",
+                              n_nodes=3, iterations=40, n_baselines=0, dialect=d)
+        if truth["stage"] != "training":
+            continue
+        assert truth["style"]["iter_line"] == iter_style
+        printed = printed_iterations(tmp_path / str(seed) / "failed", truth)
+        assert printed and max(printed) == truth["iteration"] - 1
+        assert_truthful(tmp_path / str(seed), truth)
         return
     pytest.skip("no training-stage case among the seeds tried")
 
@@ -227,7 +260,7 @@ def test_every_framework_generates(tmp_path, framework):
     assert_truthful(tmp_path, truth)
     text = "\n".join(ln for p in node_files(tmp_path / "baseline-0").values() for ln in read_lines(p))
     marker = {"megatron": "iteration", "mindspeed": "iteration", "deepspeed": "RunningAvgSamplesPerSec",
-              "hf": "***** Running training *****", "torchtitan": "[titan]"}[framework]
+              "hf": "s/it]", "torchtitan": "Building 1-D device mesh"}[framework]
     assert marker in text
 
 
@@ -330,3 +363,126 @@ def test_truth_invariants_over_seeds(tmp_path_factory, seed, n_nodes, rpn):
     assert_truthful(out, truth)
     lines = baseline_lines(out, truth)
     assert lines and not [ln for ln in lines for m in D.FAULT_MARKERS if m in ln]
+
+
+# ---- dialects ------------------------------------------------------------------------------
+
+def _template_regex(tmpl: str) -> re.Pattern:
+    """The whole rendered template, any prefix before it: literal text must be verbatim."""
+    parts = re.split(r"(\{[^{}]*\})", tmpl.replace("{{", "\0").replace("}}", "\1"))
+    rx = "".join(".*?" if p.startswith("{") else re.escape(p.replace("\0", "{").replace("\1", "}"))
+                 for p in parts)
+    return re.compile(rx + "$")
+
+
+KIND_REGEXES = {k: [_template_regex(t) for t in ts] for k, ts in KIND_TEMPLATES.items()}
+
+
+def assert_verbatim(case: Path, truth: dict) -> None:
+    """Every key truth line is its block's template, unchanged by the dialect, at its line."""
+    cache: dict[str, list[str]] = {}
+    for role in ("indicators", "symptoms"):
+        for item in truth[role]:
+            if item["kind"].endswith(":context"):
+                continue
+            lines = cache.get(item["file"])
+            if lines is None:
+                lines = cache[item["file"]] = read_lines(case / "failed" / item["file"])
+            text = lines[item["line"] - 1]
+            assert any(rx.search(text) for rx in KIND_REGEXES[item["kind"]]), (item, text)
+
+
+dialects = st.builds(
+    V.Dialect,
+    ts=st.sampled_from(V.TS_FORMATS + ("native",)), level=st.sampled_from(V.LEVEL_FORMATS + ("native",)),
+    logger=st.sampled_from(("__main__", "train")), wrap_plain=st.booleans(),
+    iter_style=st.sampled_from(V.ITER_STYLES + ("native",)),
+    progress_who=st.sampled_from(("native", "r0", "last", "l0", "all")),
+    banner_who=st.sampled_from(("native", "l0", "all")),
+    outer=st.sampled_from(("none", "label", "pdsh", "kubectl")),
+    host_scheme=st.sampled_from(V.HOST_SCHEMES + ("native",)),
+    paraphrase=st.dictionaries(st.sampled_from(sorted(V.PARAPHRASES)), st.integers(1, 2), max_size=8),
+)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 8999), dialect=st.one_of(st.none(), dialects),
+       framework=st.sampled_from(list_frameworks()))
+def test_truth_lines_verbatim_in_any_dialect(tmp_path_factory, seed, dialect, framework):
+    """Random seeds and dialects: truth lines exist verbatim at their recorded line."""
+    if dialect is not None:
+        dialect.paraphrase = {k: min(v, len(V.PARAPHRASES[k])) for k, v in dialect.paraphrase.items()}
+    out = tmp_path_factory.mktemp("d")
+    fault = next(f for f in list_faults()[seed % 7:] + list_faults() if framework in D.FAULTS[f].frameworks)
+    truth = simulate_case(out, seed, framework=framework, fault=fault, n_nodes=3, iterations=24,
+                          n_baselines=1, dialect=dialect)
+    assert_truthful(out, truth)
+    assert_verbatim(out, truth)
+    if truth["iteration"] is not None:
+        printed = printed_iterations(out / "failed", truth)
+        assert not printed or max(printed) == truth["iteration"] - 1
+    lines = baseline_lines(out, truth)
+    assert lines and not [ln for ln in lines for m in D.FAULT_MARKERS if m in ln]
+    rec = truth["style"]["dialect"]
+    assert rec == (dialect or V.Dialect()).record() or dialect is None
+
+
+def _first_progress_shape(job: Path) -> str:
+    """The first training-loop line of the job with digits masked (its dialect's shape)."""
+    for p in sorted(node_files(job).values()):
+        for ln in read_lines(p):
+            if re.search(r"(iteration|step|it=|Batch|loss)\b", ln) and re.search(r"\d", ln):
+                return re.sub(r"\d+", "0", ln)[:60]
+    return ""
+
+
+@pytest.mark.parametrize("vary", [True, False])
+def test_jobs_of_one_framework_speak_many_dialects(tmp_path, vary):
+    """With dialects a framework's jobs differ in wording and format; without, they do not."""
+    records, shapes, prefixes, hosts = set(), set(), set(), set()
+    for seed in range(10):
+        case = tmp_path / str(seed)
+        truth = simulate_case(case, seed, framework="megatron", fault="segfault", n_nodes=2,
+                              ranks_per_node=2, iterations=20, n_baselines=0, vary=vary)
+        d = truth["style"]["dialect"]
+        records.add((d["ts"], d["level"], d["iter_style"], d["progress_who"]))
+        shapes.add(_first_progress_shape(case / "failed"))
+        prefixes.add((d["inner"], d["outer"]))
+        hosts.add(truth["style"]["host_scheme"])
+    if vary:
+        assert len(records) >= 6 and len(shapes) >= 4 and len(prefixes) >= 3 and len(hosts) >= 3
+    else:
+        assert records == {("native", "native", "native", "native")}
+        assert len(prefixes) == 1
+
+
+def test_dialect_decides_who_prints(tmp_path):
+    """progress_who: all ranks of every node, or only the first rank of the job."""
+    counts = {}
+    for who in ("all", "r0"):
+        d = V.Dialect(ts="py_ts", level="bracket", iter_style="it_eq", progress_who=who, inner="rank")
+        case = tmp_path / who
+        simulate_case(case, 5, framework="torchtitan", fault="segfault", n_nodes=3, ranks_per_node=2,
+                      iterations=20, n_baselines=0, dialect=d)
+        per_rank: dict[str, int] = {}
+        for p in node_files(case / "failed").values():
+            for ln in read_lines(p):
+                m = re.search(r"\[rank(\d+)\]:\S+ \S+ \[INFO\] it=\d+ loss=", ln)
+                if m:
+                    per_rank[m.group(1)] = per_rank.get(m.group(1), 0) + 1
+        counts[who] = per_rank
+    assert set(counts["all"]) == {str(r) for r in range(6)}
+    assert set(counts["r0"]) == {"0"}
+
+
+def test_dialect_headers_and_prefixes_render(tmp_path):
+    d = V.Dialect(ts="us_ts", level="dash", logger="train", wrap_plain=True, outer="label", inner="default",
+                  banner_who="l0", paraphrase={"training ...": 2})
+    truth = simulate_case(tmp_path, 3, framework="megatron", fault="segfault", n_nodes=2, ranks_per_node=2,
+                          iterations=20, n_baselines=0, dialect=d)
+    text = "\n".join(ln for p in node_files(tmp_path / "failed").values() for ln in read_lines(p))
+    # Slurm --label of the node's task, then torchrun's local-rank prefix, then the script's header
+    assert re.search(r"(?m)^1: \[default0\]:\d\d/\d\d/\d{4} \d\d:\d\d:\d\d - train - INFO - >>> start training$", text)
+    assert re.search(r"(?m)^0: \[default0\]:.* - train - INFO - >>> start training$", text)  # l0 prints banners
+    assert "INFO - training ..." not in text
+    assert truth["style"]["dialect"]["outer"] == "label"

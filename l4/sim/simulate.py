@@ -17,7 +17,11 @@ What makes the cases hard (on purpose, because real jobs are like that):
 * propagation: after the culprit fails its peers print *more* errors (watchdog timeouts,
   connection resets, launcher teardown), sometimes with earlier timestamps because host
   clocks are skewed and a killed process may not print anything itself;
-* anomalies with no error line at all (a hang, a slow node).
+* anomalies with no error line at all (a hang, a slow node);
+* no single dialect per framework: every job draws a :class:`~l4.sim.dialect.Dialect`
+  (script timestamps and levels, progress-line wording, paraphrased announcements,
+  layered who-prefixes, host names, ranks per node, who prints what); the fault's own
+  messages stay verbatim.
 
 Everything is a pure function of the seed.  ``bytes_per_node`` grows the training phase so
 that the performance benchmark gets large files quickly.
@@ -48,6 +52,7 @@ from dataclasses import dataclass, field, replace
 from itertools import count
 from pathlib import Path
 
+from l4.sim import dialect as V
 from l4.sim import simdata as D
 
 __all__ = [
@@ -140,6 +145,7 @@ class JobPlan:
     extra_noise: tuple[str, ...]
     fault: FaultPlan | None = None
     oddities: bool = False
+    dialect: V.Dialect = field(default_factory=V.Dialect)
 
 
 def _weighted(rng: random.Random, pairs: Iterable[tuple[str, float]]) -> str:
@@ -269,6 +275,16 @@ def _make_style(rng: random.Random, framework: str, fault: str | None, rpn: int 
     )
 
 
+def _iter_style(plan: JobPlan) -> str:
+    """The job's progress-line wording; scripts with their own log format print their own."""
+    d = plan.dialect
+    if d.iter_style != "native":
+        return d.iter_style
+    if V.restyled(d) and plan.style.framework in ("torchtitan", "deepspeed"):
+        return "step"
+    return "native"
+
+
 def _hosts(rng: random.Random, scheme: str, n: int, tag: str) -> list[str]:
     base = rng.randint(0, 400)
     step = rng.choice((1, 1, 1, 2))
@@ -285,12 +301,26 @@ def _hosts(rng: random.Random, scheme: str, n: int, tag: str) -> list[str]:
         return [f"dgx-h100-{k // 16:02d}{chr(97 + k % 16)}" for k in nums]
     if scheme == "ascend":
         return [f"ascend-s{k // 8:02d}n{k % 8:02d}" for k in nums]
+    if scheme == "aws":
+        return [f"ip-10-{1 + k // 250}-{k // 50 % 5}-{10 + k % 240}" for k in nums]
+    if scheme == "nid":
+        return [f"nid{k + 1000:06d}" for k in nums]
+    if scheme == "compute":
+        return [f"compute-{k // 32}-{k % 32}" for k in nums]
+    if scheme == "hgx":
+        return [f"hgx{k:03d}.cluster" for k in nums]
     return [f"{tag}-worker-{i}" for i in range(n)]
 
 
 def _plan_job(rng: random.Random, style: Style, *, job_id: str, config_id: str, status: str,
-              seed: int, n_nodes: int, iterations: int, k8s_tag: str) -> JobPlan:
-    hosts = _hosts(rng, style.host_scheme, n_nodes, k8s_tag)
+              seed: int, n_nodes: int, iterations: int, k8s_tag: str,
+              dialect: V.Dialect | None = None) -> JobPlan:
+    dialect = dialect or V.Dialect()
+    style = _dialect_style(style, dialect)
+    scheme = style.host_scheme
+    if dialect.host_scheme != "native" and style.platform != "k8s" and style.framework != "mindspeed":
+        scheme = dialect.host_scheme
+    hosts = _hosts(rng, scheme, n_nodes, k8s_tag)
     ips = []
     subnet = rng.randint(1, 250)
     for i in range(n_nodes):
@@ -304,7 +334,26 @@ def _plan_job(rng: random.Random, style: Style, *, job_id: str, config_id: str, 
     extra = tuple(n for n in noise_all if rng.random() < 0.15)
     return JobPlan(job_id=job_id, config_id=config_id, status=status, seed=seed, style=style,
                    hosts=hosts, ips=ips, skews=skews, boots=boots, t0=t0, start_iter=start_iter,
-                   n_iters=iterations, extra_noise=extra)
+                   n_iters=iterations, extra_noise=extra, dialect=dialect)
+
+
+def _dialect_style(style: Style, d: V.Dialect) -> Style:
+    """The job's own copy of the configuration style with the dialect's overrides."""
+    st = replace(style)
+    if d.rpn is not None:
+        st.rpn = d.rpn
+        st.tp = min(st.tp, d.rpn)
+    if d.inner != "native":
+        st.prefix = d.inner
+    return st
+
+
+def _pick_dialect(seed: int, tag: str, style: Style, n_nodes: int, rpn_fixed: bool) -> V.Dialect:
+    d = V.pick_dialect(seed, tag, framework=style.framework, launcher=style.launcher,
+                       platform=style.platform, n_world_max=n_nodes * 16)
+    if rpn_fixed:
+        d.rpn = None
+    return d
 
 
 def _plan_fault(rng: random.Random, plan: JobPlan, fault: str, late: bool = False) -> FaultPlan:
@@ -373,8 +422,14 @@ def _plan_fault(rng: random.Random, plan: JobPlan, fault: str, late: bool = Fals
 def plan_case(seed: int, *, framework: str | None = None, n_nodes: int | None = None,
               ranks_per_node: int | None = None, iterations: int | None = None,
               fault: str | None = None, n_baselines: int = 2,
-              bytes_per_node: int | None = None) -> tuple[JobPlan, list[JobPlan]]:
-    """Plan a failed job and its successful baselines (pure; nothing is written)."""
+              bytes_per_node: int | None = None, vary: bool = True,
+              dialect: V.Dialect | None = None) -> tuple[JobPlan, list[JobPlan]]:
+    """Plan a failed job and its successful baselines (pure; nothing is written).
+
+    ``vary`` draws a per-job :class:`~l4.sim.dialect.Dialect`; without it every job of a
+    framework speaks the framework's one default dialect (the simulator before dialects).
+    ``dialect`` imposes one dialect on the failed job and every baseline (for tests).
+    """
     rng = random.Random(zlib.crc32(f"l4-sim-{seed}".encode()))
     if fault is not None and fault not in D.FAULTS:
         raise ValueError(f"unknown fault {fault!r}; known: {', '.join(list_faults())}")
@@ -397,27 +452,39 @@ def plan_case(seed: int, *, framework: str | None = None, n_nodes: int | None = 
         raise ValueError("ranks_per_node must be positive")
     big = bytes_per_node is not None
     style = _make_style(rng, framework, fault, ranks_per_node, big)
+    base_style = style
     if iterations is None:
         iterations = rng.randint(30, 300)
     iterations = max(iterations, 60 if fault in ("nan_loss", "slow_node") else 16)
     config_id = f"{framework}-{style.fields['model_size'].lower()}-{zlib.crc32(repr(seed).encode()) & 0xFFFFFF:06x}"
     jobnum = 1_000_000 + rng.randint(0, 8_000_000)
+    rpn_fixed = ranks_per_node is not None or big
+    imposed = dialect is not None
+    if dialect is None:
+        dialect = _pick_dialect(seed, "failed", style, n_nodes, rpn_fixed) if vary else V.Dialect()
     failed = _plan_job(rng, style, job_id=str(jobnum), config_id=config_id, status="failed",
-                       seed=seed, n_nodes=n_nodes, iterations=iterations, k8s_tag=f"train-{jobnum % 9973}")
+                       seed=seed, n_nodes=n_nodes, iterations=iterations, k8s_tag=f"train-{jobnum % 9973}",
+                       dialect=dialect)
+    style = failed.style
     if big:
         failed.n_iters = _iters_for_bytes(failed, bytes_per_node)
         # keep eval/checkpoint blocks few, whatever the length
-        style.eval_interval = max(style.eval_interval, failed.n_iters // 8)
-        style.save_interval = max(style.save_interval, failed.n_iters // 4)
+        for st_ in (style, base_style):
+            st_.eval_interval = max(st_.eval_interval, failed.n_iters // 8)
+            st_.save_interval = max(st_.save_interval, failed.n_iters // 4)
     failed.fault = _plan_fault(rng, failed, fault, late=big)
     baselines = []
-    for _ in range(n_baselines):
+    for j in range(n_baselines):
         nb = rng.choice([n_nodes, n_nodes, max(2, n_nodes // 2), max(2, (n_nodes * 3) // 4)])
-        bstyle = replace(style)
+        bstyle = replace(base_style)
         bnum = jobnum - rng.randint(100, 90_000)
+        # most healthy runs of a configuration come from the same site and script; some
+        # were run with another framework version, script or launcher wrapper
+        own = vary and not imposed and random.Random(zlib.crc32(f"l4-dialect-share-{seed}-{j}".encode())).random() < 0.3
+        bd = _pick_dialect(seed, f"baseline-{j}", base_style, nb, rpn_fixed) if own else dialect
         b = _plan_job(rng, bstyle, job_id=str(bnum), config_id=config_id, status="succeeded",
                       seed=seed, n_nodes=nb, iterations=rng.randint(30, 300) if not big else failed.n_iters,
-                      k8s_tag=f"train-{bnum % 9973}")
+                      k8s_tag=f"train-{bnum % 9973}", dialect=bd)
         baselines.append(b)
     return failed, baselines
 
@@ -580,6 +647,9 @@ class _Ctx(ChainMap):
             return str(rng.randint(32768, 60999))
         if key == "fd":
             return str(rng.randint(20, 180))
+        if key.startswith("dhead_"):
+            _h, level, lineno = key.split("_")
+            return V.header(self.r.dialect, tp, level, self["pid"], int(lineno))
         raise KeyError(key)
 
 
@@ -609,7 +679,10 @@ class _Renderer:
     def __init__(self, plan: JobPlan):
         self.plan = plan
         self.style = plan.style
+        self.dialect = plan.dialect
         st = self.style
+        self.iter_style = _iter_style(plan)
+        self._lines_cache: dict[str, list[tuple[str, str]]] = {}
         self.n = len(plan.hosts)
         self.rpn = st.rpn
         self.world = self.n * self.rpn
@@ -716,16 +789,20 @@ class _Renderer:
             self.rf.append(ranks)
         st = self.style
         self.rank_pfx = []
+        outer = []
+        for i, host in enumerate(plan.hosts):
+            outer.append({"none": "", "label": f"{i}: ", "pdsh": f"{host}: ",
+                          "kubectl": f"[pod/{host}/trainer] "}[self.dialect.outer])
         for i, host in enumerate(plan.hosts):
             row = []
             for lr in range(self.rpn):
                 rank = i * self.rpn + lr
-                row.append({
+                row.append(outer[i] + {
                     "default": f"[default{lr}]:", "rank": f"[rank{rank}]:", "label": f"{rank}: ",
                     "host": f"{host}: ", "mpi": f"[1,{rank}]<stdout>:", "none": "",
                 }[st.prefix])
             self.rank_pfx.append(row)
-        self.host_pfx = [f"{h}: " if st.prefix == "host" else "" for h in plan.hosts]
+        self.host_pfx = [f"{h}: " if st.prefix == "host" else outer[i] for i, h in enumerate(plan.hosts)]
 
     def ctx(self, node: int, lrank: int | None, t: float, extra: dict | None = None) -> _Ctx:
         maps = [self.rf[node][lrank or 0], self.nf[node], self.jf]
@@ -816,6 +893,20 @@ class _Renderer:
             return [(0, None)]
         raise ValueError(who)
 
+    def lines(self, text: str) -> list[tuple[str, str]]:
+        """A healthy step's lines in the job's dialect (headers, paraphrases)."""
+        out = self._lines_cache.get(text)
+        if out is None:
+            out = self._lines_cache[text] = V.restyle_lines(self.dialect, self.style.framework, _parsed(text))
+        return out
+
+    def banner(self, who: str) -> str:
+        """Who prints what rank 0 prints: scripts without a rank guard print it everywhere."""
+        b = self.dialect.banner_who
+        if who == "r0" and b in ("l0", "all"):
+            return b
+        return who
+
     def steps(self, steps: Iterable[D.Step], t: float, extra: dict | None = None,
               end: float | None = None) -> float:
         """Emit a phase's steps from ``t``; steps marked ``end`` go just before ``end``
@@ -831,8 +922,8 @@ class _Renderer:
                 continue
             at_end = "end" in cond.split("+") and t_end is not None
             t_step = max(t, t_end) if at_end else t
-            lines = _parsed(text)
-            for node, lr in self.who(who):
+            lines = self.lines(text)
+            for node, lr in self.who(self.banner(who)):
                 jit = 0.0 if lr is None else rng.uniform(0.0, 0.6)
                 self.emit_text(node, lr, t_step + jit, lines, extra)
             if at_end:
@@ -847,8 +938,8 @@ class _Renderer:
         for t, step in self.tl.startup:
             stage, who, cond, dt, text = step
             del stage, cond, dt
-            lines = _parsed(text)
-            for node, lr in self.who(who):
+            lines = self.lines(text)
+            for node, lr in self.who(self.banner(who)):
                 jit = 0.0 if lr is None else rng.uniform(0.0, 0.8)
                 self.emit_text(node, lr, t + jit, lines, {"ms_a": f"{rng.uniform(100, 5000):.2f}",
                                                           "ms_b": f"{rng.uniform(5000, 9000):.2f}",
@@ -960,14 +1051,45 @@ class _Renderer:
         stop = min(self.cut[node], self.dead[node])
         fast = _Fast(self, node, rng)
         seq = 1 << 60
+        native = self.iter_style == "native"
         for it, t0, t1 in self.tl.iters:
             if t0 >= stop:
                 return
-            for t, text, nl, tag in fn(node, it, t0, t1, rng, fast):
+            items = fn(node, it, t0, t1, rng, fast)
+            if not native:
+                items = sorted(items + self._progress(node, it, t0, t1, fast), key=_item_key)
+            for t, text, nl, tag in items:
                 if t >= stop:
                     return
                 seq += 1
                 yield (t, seq, text, tag, nl)
+
+    def _progress(self, node: int, it: int, t0: float, t1: float, fast: _Fast) -> list:
+        """The job's own progress line for iteration ``it`` (dialects other than native)."""
+        ranks = self._progress_ranks(node)
+        if not ranks:
+            return []
+        tt = t1 + 0.015
+        body = V.progress_body(self.iter_style, it, self.last_iter, self._loss(it),
+                               3e-4 * min(1.0, it / 200.0), t1 - t0)
+        d = self.dialect
+        lines = [fast.pfx(lr, tt) + V.header(d, tt + fast.skew + k * 1e-4, "INFO", self.rf[node][lr]["pid"], 214)
+                 + body for k, lr in enumerate(ranks)]
+        return [(tt, "\n".join(lines), len(lines), None)]
+
+    def _progress_ranks(self, node: int) -> list[int]:
+        who = self.dialect.progress_who
+        if who == "native":
+            fw = self.style.framework
+            who = {"megatron": "last", "mindspeed": "last", "deepspeed": "r0", "hf": "r0"}.get(
+                fw, "all" if self.style.chatter else "l0")
+        if who == "r0":
+            return [0] if node == 0 else []
+        if who == "last":
+            return [self.rpn - 1] if node == self.n - 1 else []
+        if who == "l0":
+            return [0]
+        return list(range(self.rpn))
 
     def _iter_megatron(self, node: int, it: int, t0: float, t1: float, rng: random.Random,
                        fast: _Fast) -> list:
@@ -977,7 +1099,7 @@ class _Renderer:
         factor, slow_node = self._slow(it)
         tt = t1 + 0.02
         out = []
-        if node == self.n - 1:
+        if node == self.n - 1 and self.iter_style == "native":
             ts = f" [{TIME_FORMATS['br_ts'](tt + fast.skew)}]" if st.mg_ts else ""
             lr = 3e-4 * min(1.0, it / 200.0)
             samples = it * int(self.jf["gbs"])
@@ -1048,9 +1170,12 @@ class _Renderer:
                     f"{p0}[{py}] [INFO] [timer.py:215:stop] epoch=0/micro_step={it}/global_step={it}, "
                     f"RunningAvgSamplesPerSec={sps * (0.98 + 0.04 * rng.random()):.12g}, "
                     f"CurrSamplesPerSec={sps * (0.9 + 0.2 * rng.random()):.12g}, "
-                    f"MemAllocated={10 + 20 * rng.random():.2f}GB, MaxMemAllocated={30 + 40 * rng.random():.2f}GB\n"
-                    f"{p0}{lg} | INFO     | __main__:log_dist:53 - [Rank 0] Loss: {self._loss(it):.4f}")
-            out.append((tt, text, 3, None))
+                    f"MemAllocated={10 + 20 * rng.random():.2f}GB, MaxMemAllocated={30 + 40 * rng.random():.2f}GB")
+            if self.iter_style == "native":  # the script's own line; other dialects print theirs
+                out.append((tt, f"{text}\n{p0}{lg} | INFO     | __main__:log_dist:53 - [Rank 0] Loss: "
+                                f"{self._loss(it):.4f}", 3, None))
+            else:
+                out.append((tt, text, 2, None))
         if st.chatter:
             tb = tt + 0.03
             py = TIME_FORMATS["py_ts"](tb + fast.skew)
@@ -1096,6 +1221,11 @@ class _Renderer:
             p0 = fast.pfx(0, tt)
             loss = (f"{p0}{{'loss': {self._loss(it):.4f}, 'grad_norm': {1.0 + 0.3 * _hnoise(it, 3):.6f}, "
                     f"'learning_rate': {3e-5 * (1 - it / (self.last_iter + 1)):.6e}, 'epoch': {epoch}}}")
+            if self.iter_style != "native":  # a script's own loop: its progress line instead
+                bar = self._tqdm(it, t1 - self.tl.iters[0][1], per)
+                if not self.style.chatter:
+                    return [(tt, p0 + bar, 1, None)]
+                return [(tt + 0.001, fast.pooled(it, bar, tt), self.rpn, None)]
             if not self.style.chatter:
                 return [(tt, f"{loss}\n{p0}{self._tqdm(it, t1 - self.tl.iters[0][1], per)}", 2, None)]
             return [(tt, loss, 1, None),
@@ -1108,6 +1238,8 @@ class _Renderer:
 
     def _iter_torchtitan(self, node: int, it: int, t0: float, t1: float, rng: random.Random,
                          fast: _Fast) -> list:
+        if self.iter_style != "native":
+            return []
         ranks = self.rpn if self.style.chatter else 1
         tb = t1 + 0.02 + 0.01 * rng.random()
         ts = TIME_FORMATS["py_ts"](tb + fast.skew)
@@ -1868,19 +2000,23 @@ def _render_job(plan: JobPlan, job_dir: Path, workers: int = 1) -> dict[str, lis
 def simulate_case(out: Path, seed: int, *, framework: str | None = None, n_nodes: int | None = None,
                   ranks_per_node: int | None = None, iterations: int | None = None,
                   fault: str | None = None, n_baselines: int = 2, bytes_per_node: int | None = None,
-                  gzip_some: bool | None = None, oddities: bool = False) -> dict:
+                  gzip_some: bool | None = None, oddities: bool = False, vary: bool = True,
+                  dialect: V.Dialect | None = None) -> dict:
     """Write ``out/failed``, ``out/baseline-<j>`` and ``out/truth.json``; return the truth.
 
     ``gzip_some`` forces (True) or forbids (False) gzip-compressed node files; ``None`` lets
     the seed decide.  ``oddities`` adds what log collectors do to files now and then (CRLF
     line ends, invalid UTF-8, a 250 KB line, carriage-return progress bars, two messages
-    glued on one line, no final newline) to the failed job.  Raises :class:`ValueError` for unknown faults/frameworks or a fault that
+    glued on one line, no final newline) to the failed job.  ``vary`` (default) gives every
+    job a dialect of its own (:mod:`l4.sim.dialect`); ``vary=False`` writes each framework's
+    one default dialect.  Raises :class:`ValueError` for unknown faults/frameworks or a fault that
     cannot happen with the requested framework.
     """
     out = Path(out)
     failed, baselines = plan_case(seed, framework=framework, n_nodes=n_nodes,
                                   ranks_per_node=ranks_per_node, iterations=iterations, fault=fault,
-                                  n_baselines=n_baselines, bytes_per_node=bytes_per_node)
+                                  n_baselines=n_baselines, bytes_per_node=bytes_per_node, vary=vary,
+                                  dialect=dialect)
     if gzip_some is not None:
         for p in [failed, *baselines]:
             p.style.gz_frac = (0.5 if gzip_some else 0.0)
@@ -1908,10 +2044,21 @@ def simulate_case(out: Path, seed: int, *, framework: str | None = None, n_nodes
         "symptoms": tagged[_ROLE_SYM],
         "baselines": [f"baseline-{j}" for j in range(len(baselines))],
         "style": {"launcher": failed.style.launcher, "prefix": failed.style.prefix,
-                  "platform": failed.style.platform, "ranks_per_node": failed.style.rpn},
+                  "platform": failed.style.platform, "ranks_per_node": failed.style.rpn,
+                  "host_scheme": _scheme_of(failed), "iter_line": _iter_style(failed),
+                  "dialect": failed.dialect.record(),
+                  "baselines_same_dialect": [b.dialect is failed.dialect for b in baselines],
+                  "baseline_dialects": [b.dialect.record() for b in baselines]},
     }
     (out / "truth.json").write_text(json.dumps(truth, indent=1) + "\n")
     return truth
+
+
+def _scheme_of(plan: JobPlan) -> str:
+    d = plan.dialect
+    if d.host_scheme != "native" and plan.style.platform != "k8s" and plan.style.framework != "mindspeed":
+        return d.host_scheme
+    return plan.style.host_scheme
 
 
 def _auto_workers() -> int:
