@@ -90,8 +90,16 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
             del score[c]
     if not score:
         return None
+    # a generic "iteration" word (a save line names its iteration too) breaks ties only:
+    # the line that counted many more steps is the one printed every step
     return max(score, key=lambda c: (job.event_ids[c] in known,
+                                     profile.marker_rank(job.templates[c]) == 2,
+                                     score[c] >= 2 * _best_other(score, c),
                                      profile.marker_rank(job.templates[c]), score[c], -c))
+
+
+def _best_other(score: dict[int, int], c: int) -> int:
+    return max((v for k, v in score.items() if k != c), default=0)
 
 
 def _counts_ranks(per_node: list[set]) -> bool:

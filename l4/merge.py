@@ -124,7 +124,9 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
         markers.append(mk)
     node_first_ts = np.array([s.node_first_ts for s in scans], np.float64)
     node_last_ts = np.array([s.node_last_ts for s in scans], np.float64)
-    _date_yearless(first_ts, last_ts, node_first_ts, node_last_ts, markers)
+    mtimes = [s.mtime for s in scans if s.mtime]
+    _date_yearless(first_ts, last_ts, node_first_ts, node_last_ts, markers,
+                   fallback=float(np.median(mtimes)) if mtimes else math.nan)
     warnings = list(spec.warnings)
     for scan in scans:
         warnings.extend(scan.warnings)
@@ -165,14 +167,18 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
 
 
 def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.ndarray,
-                   node_last: np.ndarray, markers: list[dict[int, MarkerTrack]]) -> None:
-    """Put syslog times ("Oct  9 12:42:15", no year) into the year the job ran in, in place.
+                   node_last: np.ndarray, markers: list[dict[int, MarkerTrack]],
+                   fallback: float = math.nan) -> None:
+    """Put syslog and glog times ("Oct  9 12:42:15", "W1201 08:11:41.657", no year) into
+    the year the job ran in, in place.
 
     The reference is a dated time of the same node, else of the job: kernel lines then
-    line up with the training stack's own clock.
+    line up with the training stack's own clock.  A job whose lines carry no year at all
+    (torchrun's glog lines and nothing else) is placed by its files' modification time,
+    which is when their last line was written.
     """
     dated = first_ts[~np.isnan(first_ts) & (first_ts >= YEARLESS_MAX)]
-    job_ref = float(np.median(dated)) if dated.size else math.nan
+    job_ref = float(np.median(dated)) if dated.size else fallback
     for r in range(first_ts.shape[0]):
         row = first_ts[r]
         if not (row < YEARLESS_MAX).any() and not (node_first[r] < YEARLESS_MAX) and not (

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from l4.crossjob import normal_rows
-from l4.iterations import find_counter
+from l4.iterations import Counter, find_counter
 from l4.merge import ParsedJob
 from l4.profiles import EARLY, choose_profile
 from l4.severity import has_words
@@ -48,7 +48,8 @@ class Timeline:
     counters: set[int] = field(default_factory=set)  # what counted the healthy runs' steps
     jobs: int = 0
 
-    def relabel(self, job: ParsedJob, stages: list[str | None]) -> list[str | None]:
+    def relabel(self, job: ParsedJob, stages: list[str | None],
+                counter: Counter | None = None) -> list[str | None]:
         """The job's per-column stages, corrected by what healthy runs showed.
 
         Start-up events that a rule called a save or an evaluation take the stage of their
@@ -71,7 +72,9 @@ class Timeline:
             elif ph == LOOP_PHASE:
                 if rule in EARLY:
                     out[c] = None
-            elif rule not in ("evaluation", "finalization"):
+            elif rule not in ("evaluation", "finalization") and _after_loop(job, c, counter):
+                # healthy runs printed it only after their last step (a short run's only
+                # save is its final one); so did this job, or it is a periodic phase here
                 out[c] = "finalization"
         return out
 
@@ -101,6 +104,17 @@ class Timeline:
             self.stage.get(nxt) if nxt is not None else None,
             sorted({self.named[cid] for cid in reached if cid in self.named}),
         )
+
+
+def _after_loop(job: ParsedJob, c: int, counter: Counter | None) -> bool:
+    """Did every counting node that printed column ``c`` print it after its last step?"""
+    if counter is None:
+        return True
+    for r, (tpos, _, _) in counter.tracks.items():
+        fp = int(job.first_pos[r, c])
+        if fp >= 0 and len(tpos) and fp < int(tpos[-1]):
+            return False
+    return True
 
 
 def informative(template: str) -> bool:

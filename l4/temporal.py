@@ -52,7 +52,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             if stages[c] is None:
                 stages[c] = "training"
     if timeline is not None:
-        stages = timeline.relabel(job, stages)
+        stages = timeline.relabel(job, stages, counter)
     point = onset(job, cross, r)
     current = iteration_at(job, counter, r, point, cross) if counter else None
     stage = failure_stage(job, cross, profile, stages, r, point, counter, current, timeline)

@@ -25,6 +25,10 @@ _DMESG_T = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4}
 # "Oct  9 12:42:15 host kernel: ..." (syslog, journalctl): no year
 _SYSLOG = re.compile(r"^(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?! \d{4})\b")
 
+# glog, as torch, torchrun, NCCL's C++ side and absl print it: "W1201 08:11:41.657000 7427
+# file.cc:12] ..." (level letter, month, day; no year), possibly after who-prefixes
+_GLOG = re.compile(r"(?:^|[\s\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\s+\d+ ")
+
 #: Times below this are *yearless* (syslog): month, day and time of day packed as
 #: ``((month * 32 + day) * 86400 + seconds of day)``, placed in a year by
 #: :func:`place_yearless` once the job's dated lines say which year it ran in.
@@ -59,6 +63,13 @@ def parse_ts(line: str) -> float:
         mo, d, h, mi, s = _MONTHS[m.group(1)], *(int(g) for g in m.groups()[1:])
         if 1 <= d <= 31 and h < 24 and mi < 60 and s < 62:
             return float((mo * 32 + d) * 86400 + h * 3600 + mi * 60 + s)
+    m = _GLOG.search(line, 0, 120)
+    if m:
+        mo, d, h, mi, s = (int(g) for g in m.groups()[:5])
+        frac = m.group(6)
+        if 1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62:
+            return float((mo * 32 + d) * 86400 + h * 3600 + mi * 60 + s) + (
+                int(frac) / 10 ** len(frac) if frac else 0.0)
     return math.nan
 
 

@@ -1,8 +1,10 @@
 """Clocks as training stacks and the systems under them print them."""
 
 import calendar
+import math
 
 import numpy as np
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -55,3 +57,15 @@ def test_iteration_times_are_read_behind_a_container_runtime_prefix(tmp_path):
     (_, track), = scan.markers.items()
     assert not np.isnan(track.ts).any()
     assert np.allclose(np.diff(track.ts), 1.0)
+
+
+def test_glog_times_are_read_and_dated_by_the_job():
+    """torch, torchrun and NCCL's C++ side print glog stamps with no year; after
+    who-prefixes too.  They are yearless times, placed like syslog ones."""
+    a = parse_ts("W1201 08:11:41.657000 7427 torch/distributed/elastic/multiprocessing/api.py:1028] x")
+    b = parse_ts("0: [rank0]:I1201 08:11:57.100000 7426 run.py:214] it=3 loss=1.0")
+    assert a < YEARLESS_MAX and b - a == pytest.approx(15.443, abs=1e-6)
+    ref = 1796113609.0  # 2026-12-01
+    placed = place_yearless(np.array([a]), ref)[0]
+    assert abs(placed - ref) < 86400
+    assert math.isnan(parse_ts("IF0408 08:03:57 not a glog stamp"))
