@@ -212,7 +212,7 @@ def simulate(
 
 def _register_optional() -> None:
     """Commands that live in their own modules (knowledge base, orchestration)."""
-    for module in ("l4.cli_kb", "l4.cli_flows"):
+    for module in ("l4.cli_kb", "l4.cli_flows", "l4.cli_server"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:
