@@ -34,7 +34,11 @@ def stop() -> None:
     """Stop the local Prefect server."""
     from flows.localserver import stop as stop_server
 
-    srv = stop_server()
+    try:
+        srv = stop_server()
+    except OSError as exc:
+        _fail(f"cannot reach the local server's state: {exc}", 1)
+        return
     typer.echo(f"stopped the server at {srv.ui_url}" if srv else "no local server was running")
 
 
