@@ -41,6 +41,7 @@ from flows.tasks import (
     store_report,
 )
 from l4.chartdata import attach_healthy_band
+from l4.progress import reporter
 
 
 def _opt(value: object) -> str | None:
@@ -142,11 +143,13 @@ def diagnose_job(
             get_run_logger().warning("normal pool unavailable (%s)", state.message)
     t_scan = time.perf_counter()
 
+    reporter().step("merging templates")
     # quote(): hand big values to tasks as they are; Prefect would otherwise walk every
     # list inside them looking for futures (seconds for a large job).
     merged = merge.with_options(**io)(quote(spec), quote(scans), quote(base_specs),
                                       quote(base_scans), skipped, quote(pool), templates)
     t_merge = time.perf_counter()
+    reporter().step("analysing nodes and iterations")
     rep = run_analysis(merged.failed, merged)
     attach_healthy_band(rep, merged.healthy)
     t_end = time.perf_counter()
@@ -164,7 +167,9 @@ def diagnose_job(
 
         stamp(rep, fid)
         if match_root_causes:
+            reporter().step("matching root causes")
             rep = root_causes(quote(rep), kb)
+        reporter().step("recording the diagnosis")
         state = store_report.with_options(**io)(quote(rep), kb, return_state=True)
         if state.is_completed():
             rep = state.result()

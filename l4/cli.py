@@ -68,13 +68,17 @@ def diagnose(
         if problem:  # before the diagnosis, not after minutes of work
             _fail(problem)
             return
+    from l4.progress import showing, wanted
+
     try:
-        report = run_diagnosis(
-            job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
-            use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
-            html=html,
-            force=force,
-        )
+        # a bar on an interactive terminal only; piped or JSON output is left as it was
+        with showing(fmt == Fmt.text and wanted()):
+            report = run_diagnosis(
+                job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
+                use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
+                html=html,
+                force=force,
+            )
     except (JobError, ValueError, OSError) as exc:
         _fail(str(exc))
         return
