@@ -7,6 +7,7 @@ Usage::
                               [--framework megatron] [--baselines 0]
                               [--loghub DIR | --no-loghub] [--loghub-datasets HDFS,Spark]
                               [--generator auto|simulate|synthetic]
+    python benchmarks/perf.py --user-path [--sizes 8x2MB] [--baselines 1]
 
 A failed job's logs run to many gigabytes, and plain drain3 (every line masked and fed to the
 miner one by one) handles a few thousand long lines per second, so diagnosis is only
@@ -723,6 +724,61 @@ def end_to_end(job: Job, size: Size, work: Path) -> dict:
     return row
 
 
+def _user_env(work: Path, tag: str, client_home: Path) -> dict[str, str]:
+    """A new user's environment: no PREFECT_API_URL, l4's local server under ``work``, and
+    a Prefect client home of its own (a fresh one: no cached scans)."""
+    env = {k: v for k, v in bench_env(work, tag).items() if not k.startswith("PREFECT_")}
+    env.pop("L4_NO_PREFECT", None)
+    env.update(L4_SERVER_DIR=str(work / "prefect-server"), L4_LOCAL_SERVER="1",
+               PREFECT_HOME=str(client_home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
+               L4_QUIET_PREFECT_HINT="1")
+    return env
+
+
+def user_paths(job: Job, size: Size, work: Path) -> list[dict]:
+    """The ways a user runs ``l4 diagnose`` on one job, side by side: ``--no-prefect``; the
+    default command when no server runs yet (it starts l4's local server); the default
+    command with that server up (parsing again, and with its per-file scan cache warm).
+    Peak RSS is of the command's process tree (a server started by the command is its child
+    during that run; a server already up is not counted)."""
+    base = [sys.executable, "-m", "l4.cli", "diagnose", str(job.failed)]
+    for b in job.baselines:
+        base += ["--baseline", str(b)]
+    base += ["--no-kb", "--format", "json", "--force"]
+    tag = size.label
+    runs = [
+        ("--no-prefect", base + ["--no-prefect"], bench_env(work, tag)),
+        ("default, no server yet (starts it)", base, _user_env(work, tag, work / "client-a")),
+        ("default, local server up", base, _user_env(work, tag, work / "client-b")),
+        ("default, server up, scans cached", base, _user_env(work, tag, work / "client-b")),
+    ]
+    rows = []
+    try:
+        for i, (how, cmd, env) in enumerate(runs):
+            m = run_measured(cmd, env, ROOT, work / f"user-{tag}-{i}.json")
+            row = {"size": tag, "how": how, **m}
+            if m["rc"] == 0:
+                rep = json.loads((work / f"user-{tag}-{i}.json").read_text())
+                top = [n["node"] for n in rep.get("nodes", [])[:1]]
+                row["top1_ok"] = bool(top and top[0] in job.faulty_nodes) if job.faulty_nodes else None
+                row["server"] = rep.get("timing", {}).get("prefect_server", "none")
+            rows.append(row)
+            print(f"[{tag}] {how}: {m['wall_s']:.2f} s, tree RSS {m['peak_tree_rss_mb']:.0f} MB",
+                  flush=True)
+    finally:
+        subprocess.run([sys.executable, "-m", "l4.cli", "server", "stop"],
+                       env=_user_env(work, tag, work / "client-a"), cwd=ROOT,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return rows
+
+
+def print_user_paths(rows: list[dict]) -> None:
+    print(table("l4 diagnose as users run it (wall clock, peak RSS of the process tree)",
+                ["job", "how", "server", "wall s", "tree RSS MB", "culprit first"],
+                [[r["size"], r["how"], str(r.get("server", "-")), _fmt(r["wall_s"], ".2f"),
+                  _fmt(r["peak_tree_rss_mb"], ".0f"), str(r.get("top1_ok"))] for r in rows]))
+
+
 def cli_startup(work: Path) -> float:
     """Wall time of ``l4 --help``: the fixed cost every diagnosis pays (interpreter, imports)."""
     t0 = time.perf_counter()
@@ -1052,6 +1108,30 @@ def print_targets(rows: list[dict]) -> None:
 # ==========================================================================================
 
 
+def _main_user_path(args, sizes: list[Size], work: Path, framework: str | None,
+                    out: dict) -> int:
+    """``--user-path``: generate each size and time :func:`user_paths` on it."""
+    out["user_paths"] = []
+    try:
+        for size in sizes:
+            job_dir = work / f"job-{size.label}"
+            shutil.rmtree(job_dir, ignore_errors=True)
+            job = generate_job(job_dir, size, seed=args.seed, framework=framework,
+                               n_baselines=args.baselines, generator=args.generator)
+            print(f"[{size.label}] {job.files} files, {_human(job.bytes)}, {job.lines:,} lines "
+                  f"(+ baselines {_human(job.base_bytes)})", flush=True)
+            out["user_paths"] += user_paths(job, size, work)
+    finally:
+        if not args.keep and args.work is None:
+            shutil.rmtree(work, ignore_errors=True)
+    print()
+    print_user_paths(out["user_paths"])
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(out, indent=1, default=_jsonable) + "\n")
+    return 1 if any(r.get("rc") != 0 for r in out["user_paths"]) else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -1073,10 +1153,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--generator", choices=("auto", "simulate", "synthetic"), default="auto")
     ap.add_argument("--loghub", type=Path, default=DEFAULT_LOGHUB)
     ap.add_argument("--no-loghub", action="store_true")
+    ap.add_argument("--user-path", action="store_true",
+                    help="only time l4 diagnose as users run it: --no-prefect vs the default "
+                    "command with and without l4's local Prefect server (default size 8x2MB)")
     ap.add_argument("--loghub-datasets", default="",
                     help="comma-separated subset of Loghub datasets (default: all present)")
     args = ap.parse_args(argv)
 
+    if args.user_path and args.sizes == DEFAULT_SIZES:
+        args.sizes = "8x2MB"
     try:
         sizes = parse_sizes(args.sizes)
     except argparse.ArgumentTypeError as exc:
@@ -1114,6 +1199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
           f"load {out['machine']['load_at_start'][0]:.1f}, 2-process speed-up on a CPU loop "
           f"{cap['speedup_2proc']:.2f} (2.00 = both cores free), work dir {work}, "
           f"sizes {', '.join(s.label for s in sizes)}, baselines {args.baselines})\n")
+    if args.user_path:
+        return _main_user_path(args, sizes, work, framework, out)
     try:
         out["cli_startup_s"] = cli_startup(work)
         for size in sizes:

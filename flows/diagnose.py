@@ -41,6 +41,7 @@ from flows.tasks import (
     store_report,
 )
 from l4.chartdata import attach_healthy_band
+from l4.progress import reporter
 
 
 def _opt(value: object) -> str | None:
@@ -142,11 +143,13 @@ def diagnose_job(
             get_run_logger().warning("normal pool unavailable (%s)", state.message)
     t_scan = time.perf_counter()
 
+    reporter().step("merging templates")
     # quote(): hand big values to tasks as they are; Prefect would otherwise walk every
     # list inside them looking for futures (seconds for a large job).
     merged = merge.with_options(**io)(quote(spec), quote(scans), quote(base_specs),
                                       quote(base_scans), skipped, quote(pool), templates)
     t_merge = time.perf_counter()
+    reporter().step("analysing nodes and iterations")
     rep = run_analysis(merged.failed, merged)
     attach_healthy_band(rep, merged.healthy)
     t_end = time.perf_counter()
@@ -164,7 +167,9 @@ def diagnose_job(
 
         stamp(rep, fid)
         if match_root_causes:
+            reporter().step("matching root causes")
             rep = root_causes(quote(rep), kb)
+        reporter().step("recording the diagnosis")
         state = store_report.with_options(**io)(quote(rep), kb, return_state=True)
         if state.is_completed():
             rep = state.result()
@@ -254,6 +259,85 @@ def _server_configured() -> bool:
     return bool(PREFECT_API_URL.value())
 
 
+@contextlib.contextmanager
+def _api_url_env(url: str) -> Iterator[None]:
+    """``PREFECT_API_URL`` for this process (its settings) and for every worker it starts
+    (the environment a process pool or Dask worker inherits), restored afterwards."""
+    from prefect.context import refresh_global_settings_context
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    old = os.environ.get("PREFECT_API_URL")
+    os.environ["PREFECT_API_URL"] = url
+    refresh_global_settings_context()  # what threads and atexit handlers read
+    try:
+        with temporary_settings({PREFECT_API_URL: url}):
+            yield
+    finally:
+        if old is None:
+            os.environ.pop("PREFECT_API_URL", None)
+        else:
+            os.environ["PREFECT_API_URL"] = old
+        refresh_global_settings_context()
+
+
+def _drain() -> None:
+    """Send the buffered logs and events while the server's URL is still set: sent at
+    interpreter exit instead, they would find no URL and start a temporary server."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    APILogWorker.drain_all(timeout=10)
+    EventsWorker.drain_all(timeout=10)
+
+
+def _temporary_server_url() -> str:
+    """Start Prefect's temporary server in this process (stopped when it exits) and return
+    its URL, so that workers share it instead of each starting one of their own."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start(timeout=int(os.environ["PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"]))
+    return server.api_url
+
+
+def _choose_server() -> tuple[str | None, str]:
+    """(API URL to use or None for the configured one, which kind of server it is):
+    ``configured`` (PREFECT_API_URL), ``local`` (the one :mod:`flows.localserver` keeps
+    running) or ``temporary`` (only when the local one cannot start; ``L4_LOCAL_SERVER=0``
+    asks for it)."""
+    if _server_configured():
+        return None, "configured"
+    if os.environ.get("L4_LOCAL_SERVER", "1").strip().lower() not in ("0", "false", "no"):
+        from flows.localserver import ServerStartError, start
+
+        try:
+            srv, started = start()
+        except (ServerStartError, OSError) as exc:
+            print(f"l4: the local Prefect server did not start ({str(exc)[:200]}); "
+                  "using a temporary one for this command", file=sys.stderr)
+        else:
+            if started:
+                print(f"l4: started a local Prefect server for this and later commands: "
+                      f"{srv.ui_url} (`l4 server stop` stops it)", file=sys.stderr)
+            return srv.url, "local"
+    # the temporary server has no internet to send telemetry to; spare the error line
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    # Prefect waits 20 s for it, which a busy machine can miss (the CLI then runs the
+    # same steps without Prefect)
+    os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "60")
+    if not os.environ.get("L4_QUIET_PREFECT_HINT"):
+        print(
+            "l4: no Prefect server configured (PREFECT_API_URL), so Prefect starts a temporary "
+            "one (6-14 s). For fast runs keep one running: `l4 server start`; "
+            "or run the engine directly: `l4 diagnose --no-prefect`.",
+            file=sys.stderr,
+        )
+    try:
+        return _temporary_server_url(), "temporary"
+    except Exception as exc:  # noqa: BLE001 - the CLI runs the same steps without Prefect
+        raise RuntimeError(f"the temporary Prefect API server did not start: {exc}") from exc
+
+
 def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None,
                      templates: Path | None = None, use_kb: bool = True,
                      workers: int | None = None, dask_address: str | None = None,
@@ -261,30 +345,22 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
                      force: bool = False) -> dict:
     """What ``l4 diagnose`` runs: the ``diagnose-job`` flow, in this process.
 
-    Without ``PREFECT_API_URL`` Prefect starts a temporary server first (several seconds);
-    a hint on stderr says how to avoid that.  The returned report's ``timing.flow_s`` is the
-    whole run including Prefect's own overhead.
+    Without ``PREFECT_API_URL`` the local server of :mod:`flows.localserver` is started
+    once (or found running) and used; only when it cannot start does a temporary server
+    serve this one command.  Either way its URL is put in the environment, so process-pool
+    and Dask workers talk to the same server.  The returned report's ``timing.flow_s`` is
+    the whole run including Prefect's own overhead.
     """
     from prefect.settings import PREFECT_FLOWS_HEARTBEAT_FREQUENCY, temporary_settings
 
-    configured = _server_configured()
-    if not configured:
-        # the temporary server has no internet to send telemetry to; spare the error line
-        os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-        # Prefect waits 20 s for it, which a busy machine can miss (the CLI then runs the
-        # same steps without Prefect)
-        os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "60")
-    if not configured and not os.environ.get("L4_QUIET_PREFECT_HINT"):
-        print(
-            "l4: no Prefect server configured (PREFECT_API_URL), so Prefect starts a temporary "
-            "one (6-14 s). For fast runs keep one running: `prefect server start` and "
-            "`prefect config set PREFECT_API_URL=http://127.0.0.1:4200/api`; "
-            "or run the engine directly: `l4 diagnose --no-prefect`.",
-            file=sys.stderr,
-        )
+    url, kind = _choose_server()
     t0 = time.perf_counter()
     # No heartbeats for a run that lasts seconds: saves ~1 s waiting on the thread at exit.
-    with temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}), quiet_console():
+    with contextlib.ExitStack() as stack:
+        if url is not None:
+            stack.enter_context(_api_url_env(url))
+        stack.enter_context(temporary_settings({PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}))
+        stack.enter_context(quiet_console())
         rep = diagnose_job(
             job=str(job),
             baselines=[str(b) for b in baselines],
@@ -296,6 +372,7 @@ def diagnose_job_cli(job: Path, baselines: list[Path], *, kb: Path | None = None
             html=str(html) if html else None,
             force=force,
         )
+        _drain()
     rep.setdefault("timing", {})["flow_s"] = round(time.perf_counter() - t0, 3)
-    rep["timing"]["prefect_server"] = "configured" if configured else "temporary"
+    rep["timing"]["prefect_server"] = kind
     return rep

@@ -18,6 +18,7 @@ from flows.tasks import (
 )
 from l4.engine import default_workers
 from l4.ingest import NodeFile
+from l4.progress import reporter
 from l4.scan import NodeScan
 
 #: Uncached bytes from which ``auto`` parses in a process pool.  Each Prefect process
@@ -93,9 +94,12 @@ def _parse_mapped(files: list[NodeFile], settings: FlowSettings) -> ParseOutcome
     task = parse_node_file.with_options(
         **io_options(settings), cache_expiration=cache_expiration(settings)
     )
+    progress = reporter()
+    progress.add_files(len(files), sum(_size(nf) for nf in files))
     futures = task.map(files)
     for nf, fut in zip(files, futures, strict=True):
         fut.wait()
+        progress.file_done(_size(nf))
         state = fut.state
         if state.is_completed():
             out.scans.append(fut.result())

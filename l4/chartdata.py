@@ -53,19 +53,10 @@ def marker_columns(job: ParsedJob, template: str | None) -> list[int]:
 def node_iterations(job: ParsedJob, r: int, cols: list[int]) -> tuple[np.ndarray, ...]:
     """(record positions, iteration numbers, clock times) of node ``r``'s counter lines,
     one per iteration (a number printed by several ranks keeps its last line)."""
-    pos: list[int] = []
-    num: list[float] = []
-    ts: list[float] = []
-    for c in cols:
-        track = job.markers[r].get(c)
-        if track is None:
-            continue
-        pos += track.positions
-        num += [row[0] if row else math.nan for row in track.numbers]
-        ts += track.ts
-    p = np.asarray(pos, np.int64)
-    n = np.asarray(num, np.float64)
-    t = np.asarray(ts, np.float64)
+    tracks = [job.markers[r][c] for c in cols if c in job.markers[r]]
+    p = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks]).astype(np.int64)
+    n = np.concatenate([np.zeros(0)] + [t.numbers for t in tracks]).astype(np.float64)
+    t = np.concatenate([np.zeros(0)] + [t.ts for t in tracks]).astype(np.float64)
     order = np.argsort(p, kind="stable")
     p, n, t = p[order], n[order], t[order]
     if len(n) > 1:

@@ -68,13 +68,17 @@ def diagnose(
         if problem:  # before the diagnosis, not after minutes of work
             _fail(problem)
             return
+    from l4.progress import showing, wanted
+
     try:
-        report = run_diagnosis(
-            job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
-            use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
-            html=html,
-            force=force,
-        )
+        # a bar on an interactive terminal only; piped or JSON output is left as it was
+        with showing(fmt == Fmt.text and wanted()):
+            report = run_diagnosis(
+                job, baseline, kb=kb, templates=templates, use_kb=not no_kb,
+                use_prefect=not no_prefect, workers=workers, dask_address=dask_address,
+                html=html,
+                force=force,
+            )
     except (JobError, ValueError, OSError) as exc:
         _fail(str(exc))
         return
@@ -212,7 +216,7 @@ def simulate(
 
 def _register_optional() -> None:
     """Commands that live in their own modules (knowledge base, orchestration)."""
-    for module in ("l4.cli_kb", "l4.cli_flows"):
+    for module in ("l4.cli_kb", "l4.cli_flows", "l4.cli_server"):
         try:
             mod = __import__(module, fromlist=["register"])
         except ImportError:

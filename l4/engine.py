@@ -22,6 +22,7 @@ from l4.crossjob import (
 from l4.ingest import JobError, JobSpec, NodeFile, discover
 from l4.merge import ParsedJob, merge_scans
 from l4.phases import Timeline, learn_timeline, merge_timelines, timeline_from_rows
+from l4.progress import reporter
 from l4.scan import NodeScan, scan_node_file
 from l4.steps import Reference, run_steps
 from l4.templates import TemplateStore, default_store_path, open_store
@@ -43,13 +44,23 @@ def scan_files(files: Sequence[NodeFile], workers: int | None = None) -> list[No
             total += nf.path.stat().st_size
         except OSError:
             pass
+    progress = reporter()
+    progress.add_files(len(files), total)
     if workers <= 1 or len(files) <= 1 or total < PARALLEL_MIN_BYTES:
-        return [scan_node_file(nf) for nf in files]
+        out_inline = []
+        for nf in files:
+            out_inline.append(scan_node_file(nf))
+            progress.file_done(_size(nf))
+        return out_inline
     ctx = mp.get_context("forkserver")
     # largest files first so the last worker is not left with the biggest one
     order = sorted(range(len(files)), key=lambda i: -_size(files[i]))
     with ProcessPoolExecutor(max_workers=min(workers, len(files)), mp_context=ctx) as pool:
-        results = list(pool.map(scan_node_file, [files[i] for i in order], chunksize=1))
+        results = []
+        for i, res in zip(order, pool.map(scan_node_file, [files[i] for i in order],
+                                          chunksize=1), strict=True):
+            results.append(res)
+            progress.file_done(_size(files[i]))
     out: list[NodeScan | None] = [None] * len(files)
     for i, res in zip(order, results, strict=True):
         out[i] = res
@@ -147,6 +158,7 @@ def diagnose(
     scans = scan_files(all_files, workers)
     t_scan = time.perf_counter()
     n_failed = len(spec.files)
+    reporter().step("merging templates")
     path = None if store_path is False else (store_path or default_store_path())
     with open_store(path) as store:
         failed = parse_job(spec, scans[:n_failed], store)
@@ -159,6 +171,7 @@ def diagnose(
         timeline = baseline_timeline(failed, parsed_baselines, pool_rows, store)
     failed.warnings.extend(skipped + warn)
     t_parse = time.perf_counter()
+    reporter().step("analysing nodes and iterations")
     report = analyze_job(failed, stats, baseline_jobs=names, pool_used=pool_used,
                          timeline=timeline)
     attach_healthy_band(report, healthy_durations(parsed_baselines))

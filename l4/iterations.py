@@ -77,7 +77,7 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
         for c, track in mk.items():
             if stages[c] not in (None, "training"):
                 continue  # save/eval counters, shard and dataset progress bars
-            seen = {row[0] for row in track.numbers if row}
+            seen = set(track.numbers.tolist())
             score[c] = max(score.get(c, 0), len(seen))
             values.setdefault(c, []).append(seen)
     for c, sets in values.items():
@@ -129,8 +129,8 @@ def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
         both = 0
         for mk in job.markers:
             if marker in mk and c in mk:
-                a = [row[0] for row in mk[marker].numbers if row]
-                b = [row[0] for row in mk[c].numbers if row]
+                a = mk[marker].numbers.tolist()
+                b = mk[c].numbers.tolist()
                 if not a or not b or not (max(a) < min(b) or max(b) < min(a)):
                     both = -1
                     break
@@ -141,10 +141,9 @@ def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 def track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    pos = np.asarray([p for t in tracks for p in t.positions], dtype=np.int64)
-    num = np.asarray([row[0] if row else np.nan for t in tracks for row in t.numbers],
-                     dtype=np.float64)
-    ts = np.asarray([x for t in tracks for x in t.ts], dtype=np.float64)
+    pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
+    num = np.concatenate([np.zeros(0)] + [t.numbers for t in tracks])
+    ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
     order = np.argsort(pos, kind="stable")
     pos, num, ts = pos[order], num[order], ts[order]
     if len(num) > 1:

@@ -191,14 +191,13 @@ def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.nda
         last_ts[r] = place_yearless(last_ts[r], ref)
         node_first[r], node_last[r] = place_yearless(np.array([node_first[r], node_last[r]]), ref)
         for track in markers[r].values():
-            if any(t < YEARLESS_MAX for t in track.ts):
-                track.ts = place_yearless(np.array(track.ts), ref).tolist()
+            if (track.ts < YEARLESS_MAX).any():
+                track.ts = place_yearless(track.ts, ref)  # a copy: cached scans stay as read
 
 
 def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
-    order = np.argsort(np.array(a.lines + b.lines), kind="stable").tolist()
+    order = np.argsort(np.concatenate([a.lines, b.lines]), kind="stable")
     out = MarkerTrack(field_step=a.field_step, width=a.width)
     for name in ("positions", "lines", "numbers", "ts"):
-        joined = getattr(a, name) + getattr(b, name)
-        setattr(out, name, [joined[i] for i in order])
+        setattr(out, name, np.concatenate([getattr(a, name), getattr(b, name)])[order])
     return out

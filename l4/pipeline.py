@@ -87,9 +87,12 @@ def diagnose_and_record(job: Path, baselines: list[Path], *, kb: Path | None = N
     report = diagnose(job, baselines, store_path=templates, pool_rows=pool, workers=workers)
     if use_kb and fid is not None:
         from l4.idempotency import stamp
+        from l4.progress import reporter
 
         stamp(report, fid)
+        reporter().step("matching root causes")
         attach_root_causes(report, kb=kb)
+        reporter().step("recording the diagnosis")
         record(report, kb=kb)
     return report
 

@@ -44,16 +44,41 @@ MAX_CONTEXT = 30
 BINARY_SHAPE = "<BINARY>"
 
 
-@dataclass
-class MarkerTrack:
-    """Every occurrence of a shape whose numbers advance by a fixed step (a step counter)."""
+def _empty(dtype: type) -> np.ndarray:
+    return np.zeros(0, dtype)
 
-    positions: list[int] = field(default_factory=list)  # record index in the node's sequence
-    lines: list[int] = field(default_factory=list)  # 1-based line numbers
-    numbers: list[list[float]] = field(default_factory=list)  # [counting field] per line
-    ts: list[float] = field(default_factory=list)  # nan when the line has no timestamp
+
+@dataclass(eq=False)
+class MarkerTrack:
+    """Every occurrence of a shape whose numbers advance by a fixed step (a step counter).
+
+    Numpy arrays, one entry per occurrence, so that a node with millions of iteration lines
+    costs a few bytes per line (not Python objects) and a cached scan pickles compactly.
+    The scanner appends blocks with :meth:`extend` and joins them once with :meth:`freeze`.
+    """
+
+    positions: np.ndarray = field(default_factory=lambda: _empty(np.int64))  # record index
+    lines: np.ndarray = field(default_factory=lambda: _empty(np.int64))  # 1-based line numbers
+    numbers: np.ndarray = field(default_factory=lambda: _empty(np.float64))  # counting field
+    ts: np.ndarray = field(default_factory=lambda: _empty(np.float64))  # nan: no timestamp
     field_step: tuple[int, float] | None = None  # which number counts, and by how much
     width: int = 0  # how many numbers each line carries
+    _blocks: list = field(default_factory=list, repr=False)
+
+    def extend(self, positions, lines, numbers, ts) -> None:
+        """Queue one block of occurrences (joined by :meth:`freeze`)."""
+        self._blocks.append((np.asarray(positions, np.int64), np.asarray(lines, np.int64),
+                             np.asarray(numbers, np.float64), np.asarray(ts, np.float64)))
+
+    def freeze(self) -> MarkerTrack:
+        """Join the queued blocks onto the arrays; idempotent."""
+        if self._blocks:
+            parts = [(self.positions, self.lines, self.numbers, self.ts), *self._blocks]
+            self.positions, self.lines, self.numbers, self.ts = (
+                np.concatenate([p[k] for p in parts]) for k in range(4)
+            )
+            self._blocks = []
+        return self
 
 
 @dataclass
@@ -312,11 +337,9 @@ class _Scanner:
         """Make shape ``sid`` an iteration-marker track from its samples."""
         self.candidates.add(sid)
         track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
-        for pos, line, raw, row in self.samples.pop(sid):
-            track.positions.append(pos)
-            track.lines.append(line)
-            track.numbers.append([row[fs[0]]])
-            track.ts.append(parse_ts(_decode(raw)))
+        samples = self.samples.pop(sid)
+        track.extend([s[0] for s in samples], [s[1] for s in samples],
+                     [s[3][fs[0]] for s in samples], [parse_ts(_decode(s[2])) for s in samples])
         self.markers[sid] = track
 
     def _finish_samples(self) -> None:
@@ -359,8 +382,6 @@ class _Scanner:
         from the file at the recorded line if ever needed.
         """
         bls = rec_lines[seg]
-        track.positions.extend((pos0 + seg).tolist())
-        track.lines.extend((line0 + bls + 1).tolist())
         line_kids = kids[bls]
         n = len(bls)
         ts = np.full(n, np.nan)
@@ -388,8 +409,7 @@ class _Scanner:
                     vals[sel] = digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
                 else:  # a sign or a decimal point: parse the text
                     vals[sel] = [_to_float(raw_lines[r][a:b]) for r in rows.tolist()]
-        track.ts.extend(ts.tolist())
-        track.numbers.extend([[v] for v in vals.tolist()])
+        track.extend(pos0 + seg, line0 + bls + 1, vals, ts)
 
     def result(self, stats: ReadStats, size: int, mtime: float) -> NodeScan:
         scan = NodeScan(node=self.nf.node, rel=self.nf.rel, size=size, mtime=mtime)
@@ -408,7 +428,7 @@ class _Scanner:
             np.concatenate(self.seq_parts) if self.seq_parts else np.zeros(0, np.uint32)
         )
         self._finish_samples()
-        scan.markers = self.markers
+        scan.markers = {sid: track.freeze() for sid, track in self.markers.items()}
         scan.node_first_ts = self.first_ts_node
         scan.node_last_ts = self.last_ts_node
         scan.last_text = self.last_text

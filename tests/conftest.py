@@ -20,6 +20,10 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("L4_KB", str(state / "kb.duckdb"))
     monkeypatch.setenv("L4_TEMPLATES", str(state / "templates.drain3"))
     monkeypatch.setenv("L4_SPOOL", str(state / "spool"))
+    # no long-lived local Prefect server left behind by a test (tests/test_localserver.py
+    # starts one in a tmp dir and stops it); without a server a test gets a temporary one
+    monkeypatch.setenv("L4_SERVER_DIR", str(state / "prefect-server"))
+    monkeypatch.setenv("L4_LOCAL_SERVER", "0")
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
     yield

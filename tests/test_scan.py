@@ -75,7 +75,8 @@ def test_finds_an_unknown_step_counter_with_its_numbers_and_times(tmp_path):
     scan = scan_node_file(NodeFile("n", path, "n.log"))
     (sid, track), = scan.markers.items()
     assert scan.shapes[sid] == "progress <*> of <*> ok"
-    assert [r[0] for r in track.numbers] == [k * 5 for k in range(1, 301)]
+    assert track.numbers.dtype == np.float64 and track.numbers.ndim == 1
+    assert track.numbers.tolist() == [k * 5 for k in range(1, 301)]
     assert np.allclose(np.diff(track.ts), 1.0)
 
 
