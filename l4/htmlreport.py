@@ -509,7 +509,8 @@ def _node_table(rep: dict, limit: int = 12) -> str:
     nodes = [n for n in rep.get("nodes") or [] if isinstance(n, dict)]
     if not nodes:
         return "<p class=dim>No nodes.</p>"
-    keys = ("named", "named_by_peers", "specific", "slowed_first", "odd_measurements", "missing_symptom", "stopped_first", "iforest")
+    keys = ("named", "named_by_peers", "specific", "slowed_first", "first_to_stop",
+            "odd_measurements", "missing_symptom", "stopped_first", "iforest")
     head = "".join(f"<th>{esc(k.replace('_', ' '))}</th>" for k in keys)
     rows = []
     for i, n in enumerate(nodes[:limit], 1):

@@ -14,7 +14,7 @@ import numpy as np
 
 from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
-from l4.severity import is_boilerplate
+from l4.severity import is_boilerplate, is_field
 from l4.spatial import NodeScore
 
 MAX_EVENTS = 25
@@ -49,7 +49,10 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
         sev = float(cross.severity[c])
         on_top = bool(cross.anomalous[top, c])
         share = len(anom_nodes) / n
-        if sev <= 0 and not (on_top and share <= 0.5 and cross.novel[c]):
+        if sev <= 0 and not (on_top and share <= 0.5 and cross.novel[c]
+                             and not is_field(job.templates[c])):
+            # a routine-looking line new on the culprit may be its own wording of the
+            # cause; a field of a report ("host : <*>", "rank : <*>") is not, by itself
             continue
         if sev < 0.5 and not on_top:
             continue

@@ -181,6 +181,13 @@ def numbers_in(line: str) -> list[float]:
     return [float(m.group(0)) for m in _NUM_RE.finditer(body)]
 
 
+def digit_runs(line: str) -> list[int]:
+    """Every run of digits in a raw line, timestamps excluded, also those inside words:
+    the iteration in "iter_0000100" or "checkpoint-2500" is a name's part, not free-standing."""
+    body = _ANY_CLOCK_RE.sub(" ", strip_prefix(line))
+    return [int(m) for m in re.findall(r"\d+", body)]
+
+
 _DECIMAL_RE = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
 
 

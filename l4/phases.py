@@ -46,7 +46,22 @@ class Timeline:
     share: dict[int, float] = field(default_factory=dict)  # of healthy nodes printing it
     named: dict[int, str] = field(default_factory=dict)  # start-up stage its own words name
     counters: set[int] = field(default_factory=set)  # what counted the healthy runs' steps
+    # save or evaluation announcement -> the lines that end it in healthy runs
+    closers: dict[int, set[int]] = field(default_factory=dict)
     jobs: int = 0
+
+    def closed(self, job: ParsedJob, r: int, col: int, pos: int) -> bool:
+        """Did node ``r`` print, after its last ``col`` (a save or evaluation announcement)
+        before record ``pos``, a line that ends that phase in healthy runs?"""
+        ends = self.closers.get(int(job.event_ids[col]))
+        if not ends:
+            return False
+        seq = job.seqs[r][: max(pos, 0)]
+        at = np.nonzero(seq == col)[0]
+        if not at.size:
+            return False
+        ids = np.asarray(job.event_ids)[seq[int(at[-1]) + 1:]]
+        return bool(np.isin(ids, list(ends)).any())
 
     def relabel(self, job: ParsedJob, stages: list[str | None],
                 counter: Counter | None = None) -> list[str | None]:
@@ -55,10 +70,16 @@ class Timeline:
         Start-up events that a rule called a save or an evaluation take the stage of their
         place in the healthy start-up ("validation split: 0.1" is data); loop events
         lose start-up labels (a data-loader line printed every iteration is training); end
-        events are finalization.  Events healthy runs never printed keep the rule's label.
+        events are finalization; an unnamed line that ends a save or an evaluation in
+        healthy runs (``closers``) is training again.  Events healthy runs never printed keep
+        the rule's label.
         """
         out = list(stages)
+        closing = set().union(*self.closers.values()) if self.closers else set()
         for c, cid in enumerate(job.event_ids):
+            if cid in closing and stages[c] is None and self.phase.get(cid) == LOOP_PHASE:
+                out[c] = "training"  # the line that ends a save or evaluation: back to training
+                continue
             ph = self.phase.get(cid)
             if ph is None:
                 continue
@@ -133,6 +154,8 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     used = 0
     counted: set[int] = set()
     pending: list[tuple[ParsedJob, int]] = []  # nodes that print no counter of their own
+    ends: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    announcers: dict[int, int] = defaultdict(int)
     for job in jobs:
         profile = choose_profile(job.templates, job.framework)
         stages = [profile.stage_of(t) for t in job.templates]
@@ -145,6 +168,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             rule.setdefault(cid, stages[c])
             text.setdefault(cid, job.templates[c])
         training = np.array([st == "training" for st in stages], dtype=bool)
+        _learn_closers(job, stages, set(counter.cols), ends, announcers)
         for r in range(job.n_nodes):
             bounds = _loop_bounds(job, r, counter.tracks.get(r), training)
             if bounds is None:
@@ -183,7 +207,62 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             tl.stage[cid] = rule[cid] if rule.get(cid) in _LOOP_STAGES else "training"
         elif ph == END:
             tl.stage[cid] = "evaluation" if rule.get(cid) == "evaluation" else "finalization"
+    for a, got in ends.items():
+        if tl.phase.get(a) != END:  # a final save is no phase the loop comes back from
+            closing = {b for b, k in got.items() if 2 * k > announcers[a]
+                       and tl.phase.get(b) != END}
+            if closing:
+                tl.closers[a] = closing
+                for cid in (a, *closing):
+                    tl.templates.setdefault(cid, text[cid])
     return tl
+
+
+#: how far after an announcement the line that ends its phase is looked for (records)
+_WINDOW = 400
+
+
+def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[int],
+                   ends: dict[int, dict[int, int]], announcers: dict[int, int]) -> None:
+    """Count, per node that announces saves or evaluations, which line ends each one.
+
+    The line that ends a phase is worded as a framework likes ("[ckpt] iteration 100
+    saved", "***** eval metrics *****"), but in a healthy run it follows every
+    announcement on the same node, as often as the announcement is printed.  Of the lines
+    that do, the one printed last is the end (shard-by-shard progress lines come before
+    it).  Votes go to ``ends[announcement id][closer id]``, one per announcing node.
+    """
+    ids = np.asarray(job.event_ids)
+    phase_cols = [c for c, st in enumerate(stages) if st in ("checkpointing", "evaluation")]
+    for r in range(job.n_nodes):
+        seq = job.seqs[r]
+        counts = job.counts[r]
+        for a in phase_cols:
+            at = np.nonzero(seq == a)[0]
+            if at.size < 2:  # periodic phases only: a one-off save may be the final one
+                continue
+            bounds = np.append(at[1:], len(seq))
+            seen: dict[int, int] = defaultdict(int)
+            offset: dict[int, list[int]] = defaultdict(list)
+            for p, q in zip(at.tolist(), bounds.tolist(), strict=True):
+                window = seq[p + 1: min(q, p + 1 + _WINDOW)]
+                cols, first = np.unique(window, return_index=True)
+                for c, f in zip(cols.tolist(), first.tolist(), strict=True):
+                    seen[c] += 1
+                    offset[c].append(f)
+            n = len(at)
+            best, where = None, -1.0
+            for c, k in seen.items():
+                if (c == a or c in counter_cols or k < max(1, 0.8 * n)
+                        or not (0.8 * n <= counts[c] <= 1.25 * n + 1)
+                        or stages[c] in EARLY or not informative(job.templates[c])):
+                    continue
+                med = float(np.median(offset[c]))
+                if med > where:
+                    best, where = c, med
+            announcers[int(ids[a])] += 1
+            if best is not None:
+                ends[int(ids[a])][int(ids[best])] += 1
 
 
 def _vote(job: ParsedJob, r: int, bounds: tuple[int, int],
@@ -302,4 +381,6 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         out.share.update(p.share)
         out.named.update(p.named)
         out.counters |= p.counters
+        for a, ends in p.closers.items():
+            out.closers.setdefault(a, set()).update(ends)
     return out

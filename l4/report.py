@@ -87,6 +87,7 @@ _EVIDENCE_WORDS = {
     "named": "named as the failed node",
     "named_by_peers": "its peers' errors name it",
     "slowed_first": "slowed down before the others",
+    "first_to_stop": "stopped seconds before the others, which stopped together",
     "specific": "errors of its own",
     "odd_measurements": "its timers disagree with all others",
     "missing_symptom": "lacks the timeouts the others show",

@@ -70,7 +70,10 @@ _BOILERPLATE = re.compile(
     r"|During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:"
     r"|Exception raised from .* \(most recent call first\):"
-    r"|frame #\S+: .*)\s*$"
+    r"|frame #\S+: .*"
+    # Python's faulthandler frames a fatal error with these; "Fatal Python error: ..." says it
+    r"|(?:Current thread|Thread) \S+ \(most recent call first\):"
+    r"|Extension modules: .*)\s*$"
 )
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _PLACEHOLDER = re.compile(r"<[A-Z*]+>")
@@ -80,6 +83,16 @@ def has_words(template: str) -> bool:
     """Does a template say anything of its own (a word outside the placeholders)?  A blank
     line, a rule of dashes or a bare number does not."""
     return _WORD.search(_PLACEHOLDER.sub(" ", template)) is not None
+
+
+#: "host      : <*>", "rank : <*> (local_rank: <*>)": one field of a structured report
+_FIELD = re.compile(r"^\s*[\w-]+(?: [\w-]+)?\s*[:=]\s*<[A-Z*]+>")
+
+
+def is_field(template: str) -> bool:
+    """A field of a structured report (a launcher's failure summary): a key and a value
+    that is all that varies.  It belongs to the report, and says nothing by itself."""
+    return bool(_FIELD.match(template)) and len(_WORD.findall(_PLACEHOLDER.sub(" ", template))) <= 3
 
 
 @lru_cache(maxsize=65536)

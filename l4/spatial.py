@@ -54,6 +54,8 @@ LONE_CAUSE = (0.1 + 1.0) ** 2
 W_ODD = 0.3
 #: turning slow a step before every other node (see l4.iterations.slowed_first)
 W_SLOW = 0.3
+#: stopping clearly before all others, which stopped together (``first_to_stop``)
+W_FIRST = 0.3
 #: how far (as a factor) a node's measurement must be from the other nodes' median
 ODD_FACTOR = 3.0
 #: Messages in which the scheduler or launcher names the node that failed (group ``host``,
@@ -174,6 +176,40 @@ def _lone_early_stop(last: np.ndarray) -> np.ndarray:
     lead = med - float(last[first])
     if lead >= max(MIN_LEAD_S, 4.0 * spread) and float(others.min() - last[first]) >= MIN_LEAD_S:
         out[first] = min(lead / max(spread, MIN_LEAD_S), 10.0) / 10.0 + 0.5
+    return out
+
+
+#: how many times the spread of the others' ends the lone first stopper must lead by
+FIRST_LEAD = 10.0
+#: clocks and log flushing blur ends by this much at least (seconds)
+END_BLUR_S = 0.1
+
+
+def first_to_stop(job: ParsedJob) -> np.ndarray:
+    """Per node: 1.0 for the one node whose log ended clearly before all the others, when
+    those others ended together.
+
+    When a rank dies, its own launcher reacts first (it stops its other workers); the
+    peers' launchers react when their collectives break, seconds later but together.  A
+    node that stopped a few seconds before a pack that stopped within a tenth of a second
+    of itself is the first failure, however little it logged; a node merely lacking the
+    pack's errors (an output filter, an early SIGTERM) is not.  The lead is measured in
+    the spread of the pack, so skewed clocks (a wide pack) need a wider lead.  Needs two
+    nodes in the pack: with one, "together" means nothing.
+    """
+    last = job.node_last_ts
+    n = len(last)
+    out = np.zeros(n)
+    ok = ~np.isnan(last)
+    if ok.sum() < 3 or ok.sum() < 0.8 * n:
+        return out
+    order = np.argsort(np.where(ok, last, np.inf))
+    first, rest = int(order[0]), order[1:][ok[order[1:]]]
+    others = last[rest]
+    spread = max(float(np.median(np.abs(others - np.median(others)))), END_BLUR_S)
+    gap = float(others.min() - last[first])
+    if gap >= max(1.0, FIRST_LEAD * spread):
+        out[first] = 1.0
     return out
 
 
@@ -325,10 +361,11 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     odd = _normalise(odd_measurements(job))
     peers = named_by_peers(job, cross)
     slow = _slowed_first(job)
+    lead = first_to_stop(job)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
-             + W_ODD * odd + W_PEERS * peers + W_SLOW * slow) / (
+             + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
-                 + W_SLOW * (slow.max() > 0))
+                 + W_SLOW * (slow.max() > 0) + W_FIRST * (lead.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     order = sorted(range(n), key=lambda i: (-total[i], job.nodes[i]))
@@ -345,6 +382,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "odd_measurements": round(float(odd[i]), 4),
                 "named_by_peers": round(float(peers[i]), 4),
                 "slowed_first": round(float(slow[i]), 4),
+                "first_to_stop": round(float(lead[i]), 4),
             },
         )
         for i in order

@@ -19,7 +19,7 @@ import numpy as np
 
 from l4.crossjob import CrossJobResult
 from l4.iterations import Counter
-from l4.mask import numbers_in
+from l4.mask import digit_runs, numbers_in
 from l4.merge import ParsedJob
 from l4.onset import onset, time_near
 from l4.phases import Timeline
@@ -43,7 +43,13 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
     come back, and once the job has announced the end of training, the final save and
     teardown that follow are still finalization.
     """
+    return _walk(seq, pos, stages)[0]
+
+
+def _walk(seq: np.ndarray, pos: int, stages: list[str | None]) -> tuple[str | None, int | None]:
+    """(``stage_at``, the event column that decided it)."""
     current: str | None = None
+    col: int | None = None
     trained = False
     for c in seq[: max(pos, 0)].tolist():
         st = stages[c]
@@ -55,8 +61,57 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
             continue
         if current == "finalization":
             break
-        current = st
-    return current
+        current, col = st, c
+    return current, col
+
+
+def _node_stage(job: ParsedJob, stages: list[str | None], i: int, pos: int,
+                counter: Counter | None, current: float | None,
+                timeline: Timeline | None) -> tuple[str | None, bool]:
+    """(``stage_at`` for node ``i``, was a phase seen to end).  A save or evaluation the
+    node announced is over when it then printed the line that ends it in healthy runs
+    (``Timeline.closed``), or when the job went on training after it (``phase_ended``)."""
+    st, col = _walk(job.seqs[i], pos, stages)
+    if st in ("checkpointing", "evaluation") and col is not None and (
+            (timeline is not None and timeline.closed(job, i, col, pos))
+            or phase_ended(job, counter, i, col, current)):
+        return "training", True
+    return st, False
+
+
+#: clocks of different nodes disagree by seconds; iteration lines printed this long after
+#: an announcement on another node are certainly later than it
+_SKEW = 15.0
+
+
+def phase_ended(job: ParsedJob, counter: Counter | None, i: int, col: int,
+                current: float | None) -> bool:
+    """Had the save or evaluation that node ``i`` last announced (event ``col``) ended
+    before the failure, because the job's iteration counter went on advancing after it?
+
+    One rank announces saves and evaluations, often another prints the iterations, and the
+    line that ends a phase has whatever wording a framework gives it.  Collectives keep
+    ranks in step, so a phase that is still running holds every rank's counter still: two
+    more iterations completed after the announcement mean it was over.  By the clock, with room for skew between nodes; when the announcement carries no time, by
+    the iteration it names (its largest number, when the counter printed that number).
+    """
+    if counter is None or not counter.tracks:
+        return False
+    step = counter.step or 1.0
+    ts_a = float(job.last_ts[i, col])
+    if math.isnan(ts_a):
+        text = job.last_examples[i].get(col)
+        nums = digit_runs(text or "")
+        if not nums or current is None or math.isnan(current):
+            return False
+        named = max(nums)
+        printed = any((num == named).any() for _, num, _ in counter.tracks.values())
+        return printed and named <= current - 2 * step
+    later: set[float] = set()
+    for _, num, ts in counter.tracks.values():
+        ok = ~np.isnan(num) & ~np.isnan(ts) & (ts > ts_a + _SKEW)
+        later.update(num[ok].tolist())
+    return len(later) >= 2
 
 
 def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
@@ -68,7 +123,8 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     ``counter`` is the job's iteration counter and ``current`` the iteration in progress
     there (``l4.iterations``); ``timeline`` what healthy runs printed, in which order.
     """
-    stage, hinted = _stage_from_words(job, cross, profile, stages, r, point, counter, timeline)
+    stage, hinted = _stage_from_words(job, cross, profile, stages, r, point, counter, current,
+                                      timeline)
     if hinted is None and stage in LOOP and current is not None and counter is not None:
         # which phase had begun after the last completed iteration, by the numbers the
         # announcements carry (clocks of different nodes disagree by seconds); failing
@@ -82,12 +138,12 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
 
 def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
                       stages: list[str | None], r: int, point: tuple[int, int | None, float],
-                      counter: Counter | None,
+                      counter: Counter | None, current: float | None,
                       timeline: Timeline | None) -> tuple[str, str | None]:
     """(stage, stage the error's own words name or ``None``), before iteration numbers
     are consulted."""
     pos, line, t0 = point
-    stage = stage_at(job.seqs[r], pos, stages)
+    stage, over = _node_stage(job, stages, r, pos, counter, current, timeline)
     # the error's own words, and the code its traceback went through, may place it more
     # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
     anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
@@ -114,6 +170,8 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         stage is None or (stage == "training" and timed not in EARLY)
     ):
         timed = None
+    if over and timed in ("checkpointing", "evaluation"):
+        timed = None  # the culprit's own log shows that phase end; it knows best
     if hinted is None and timed is not None and (
         stage in (None, "training") or (stage in EARLY and timed in EARLY)
     ):
@@ -129,7 +187,7 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if hinted is None and (stage is None or stage in EARLY):
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
-        pack = _pack_stage(job, cross, stages, r, t_stage)
+        pack = _pack_stage(job, cross, stages, r, t_stage, counter, current, timeline)
         if pack is not None and (stage is None or ORDER.index(pack) > ORDER.index(stage)):
             stage = pack
     if stage is None:
@@ -342,7 +400,9 @@ def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str |
     return None
 
 
-def _pack_stage(job, cross, stages, r, t0) -> str | None:
+def _pack_stage(job: ParsedJob, cross: CrossJobResult, stages: list[str | None], r: int,
+                t0: float, counter: Counter | None, current: float | None,
+                timeline: Timeline | None) -> str | None:
     """Most common stage of the other nodes just before their own trouble began, counting
     only nodes whose first training line predates the culprit's failure when clocks tell."""
     votes: dict[str, int] = {}
@@ -351,7 +411,7 @@ def _pack_stage(job, cross, stages, r, t0) -> str | None:
         if i == r:
             continue
         p_i, _, _ = onset(job, cross, i)
-        st = stage_at(job.seqs[i], p_i, stages)
+        st, _ = _node_stage(job, stages, i, p_i, counter, current, timeline)
         if st is None:
             continue
         if st not in EARLY and not math.isnan(t0) and train_cols:

@@ -130,3 +130,80 @@ def test_a_stored_normal_pool_teaches_the_timeline(tmp_path):
     assert report["baseline"]["pool"] is True
     assert report["nodes"][0]["node"] == "n2"
     assert report["stage"] == "data_loading"
+
+
+def saver_log(rank: int, n_batches: int, *, every: int = 10, fail_at: int | None = None,
+              fail: str | None = None, closes: bool = True, prints_batches: bool = True) -> str:
+    """A node of a job whose first rank announces saves and ends each with a line no rule
+    knows ("write finished ..."); ``prints_batches`` False for the announcing rank, which
+    prints no counter (as Megatron's first rank).  Batch ``b`` ends at second ``20 + 3b``."""
+    def t(sec: int) -> str:
+        return f"2025-03-02 10:{sec // 60:02d}:{sec % 60:02d}"
+
+    out = [line.format(t=t(2 * k), r=rank) for k, line in enumerate(STARTUP_LINES)]
+    for b in range(1, n_batches + 1):
+        sec = 20 + 3 * b
+        if fail_at is not None and b == fail_at:
+            out.append(f"[{t(sec)}] {fail or 'RuntimeError: Connection closed by peer'}")
+            return "\n".join(out) + "\n"
+        if prints_batches:
+            out.append(f"[{t(sec)}] [Epoch 1][Batch {b}] loss={2.0 + 1.0 / b:.4f} lr=0.0001")
+        if rank == 0 and b % every == 0:
+            out.append(f"[{t(sec)}] saving checkpoint to /ckpt/run7/step_{b}")
+            if closes:
+                out.append(f"[{t(sec + 1)}] write finished in 1.1 s")
+    out.append(f"[{t(20 + 3 * n_batches + 2)}] all done, wrote /ckpt/final")
+    return "\n".join(out) + "\n"
+
+
+def _saver_job(root: Path, n_batches: int, fail_at: int | None = None, fail: str | None = None,
+               closes: bool = True, culprit: str = "n0") -> Path:
+    """Node ``culprit`` fails with ``fail`` at batch ``fail_at``; the others lose their
+    connection to it."""
+    nodes = {}
+    for r in range(4):
+        name = f"n{r}"
+        nodes[name] = saver_log(r, n_batches, fail_at=fail_at, prints_batches=r != 0,
+                                closes=closes, fail=fail if name == culprit else None)
+    return write_job(root, nodes, status="failed" if fail_at else "succeeded")
+
+
+CUDA_ERROR = "RuntimeError: CUDA error: an illegal memory access was encountered"
+
+
+def test_the_line_that_ends_a_save_is_learned_from_healthy_runs(tmp_path):
+    """The first rank, which prints no counter, announced a save at batch 20 and ended it
+    with a line no rule knows; its GPU failed at batch 23.  Healthy runs show that line
+    follows every announcement: the save was over, the job was training."""
+    bases = [_saver_job(tmp_path / "b0", 40), _saver_job(tmp_path / "b1", 40)]
+    tl = learn_timeline([_parsed(b) for b in bases])
+    ann = next(c for c, t in tl.templates.items() if "saving checkpoint" in t)
+    assert [tl.templates[c] for c in tl.closers[ann]] == ["write finished in <DUR>"]
+    failed = _saver_job(tmp_path / "failed", 40, fail_at=23, fail=CUDA_ERROR)
+    report = diagnose(failed, bases, store_path=False)
+    assert report["nodes"][0]["node"] == "n0"
+    assert report["stage"] == "training"
+    assert 23 in [it["iteration"] for it in report["iterations"][:3]]
+
+
+def test_a_save_that_never_ended_is_the_stage(tmp_path):
+    """The same job, but the save at batch 20 never printed its end and no batch followed:
+    the failure happened while saving."""
+    bases = [_saver_job(tmp_path / "b0", 40), _saver_job(tmp_path / "b1", 40)]
+    nodes = {"n0": saver_log(0, 40, prints_batches=False, closes=False, fail_at=21,
+                             fail="OSError: [Errno 5] Input/output error: '/ckpt/run7/step_20'")}
+    for r in (1, 2, 3):
+        nodes[f"n{r}"] = saver_log(r, 40, fail_at=21)
+    failed = write_job(tmp_path / "failed", nodes)
+    report = diagnose(failed, bases, store_path=False)
+    assert report["nodes"][0]["node"] == "n0"
+    assert report["stage"] == "checkpointing"
+
+
+def test_a_save_the_counter_went_past_was_over(tmp_path):
+    """Without any healthy run: saves have no known end line, but the counter advanced
+    seven more batches after the last one (at batch 30), so the job was training again."""
+    failed = _saver_job(tmp_path / "failed", 40, fail_at=38, closes=False, fail=CUDA_ERROR)
+    report = diagnose(failed, store_path=False)
+    assert report["nodes"][0]["node"] == "n0"
+    assert report["stage"] == "training"
