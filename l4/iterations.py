@@ -90,12 +90,40 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
             del score[c]
     if not score:
         return None
+    sampling = _samplers(values, score)
+    # nor is a line that named a tenth of the steps another line counted, whatever its
+    # words ("validate step: 5025" in a framework whose iteration line says "step: ")
+    best = max(score.values())
+    sampling |= {c for c, v in score.items() if 10 * v < best}
     # a generic "iteration" word (a save line names its iteration too) breaks ties only:
     # the line that counted many more steps is the one printed every step
     return max(score, key=lambda c: (job.event_ids[c] in known,
+                                     c not in sampling,
                                      profile.marker_rank(job.templates[c]) == 2,
                                      score[c] >= 2 * _best_other(score, c),
                                      profile.marker_rank(job.templates[c]), score[c], -c))
+
+
+def _samplers(values: dict[int, list[set]], score: dict[int, int]) -> set[int]:
+    """Counters that only sample another one: an evaluation or save every 25 steps names
+    the step it ran at ("validate step: 5025"), in strides many times the stride of the
+    line printed every step, over the same range.  Whatever its words, that line is not
+    the step counter while the dense one exists."""
+    shape: dict[int, tuple[float, float, float]] = {}
+    for c in score:
+        nums = np.unique(np.array(sorted(set().union(*values[c])), dtype=np.float64))
+        nums = nums[~np.isnan(nums)]
+        if nums.size < 2:
+            continue
+        shape[c] = (float(np.median(np.diff(nums))), float(nums[0]), float(nums[-1]))
+    out = set()
+    for c, (step, lo, hi) in shape.items():
+        for d, (step_d, lo_d, hi_d) in shape.items():
+            if (d != c and score[d] >= 3 * score[c] and 5 * step_d <= step
+                    and lo_d <= hi and lo <= hi_d):
+                out.add(c)
+                break
+    return out
 
 
 def _best_other(score: dict[int, int], c: int) -> int:

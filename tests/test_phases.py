@@ -207,3 +207,34 @@ def test_a_save_the_counter_went_past_was_over(tmp_path):
     report = diagnose(failed, store_path=False)
     assert report["nodes"][0]["node"] == "n0"
     assert report["stage"] == "training"
+
+
+def titan_log(rank: int, n_steps: int, *, last: bool, fail_at: int | None = None) -> str:
+    """A job whose profile's iteration words ("step: ... loss") only appear on its
+    evaluation lines (every 10 steps, all nodes), while the step counter is another line
+    ("global_step=N, ...") that only the last node prints."""
+    out = [f"I0301 10:00:{rank:02d}.000000 100 train.py:10] Building model on rank {rank}"]
+    for s in range(1, n_steps + 1):
+        sec = 10 + 2 * s
+        ts = f"I0301 10:{sec // 60:02d}:{sec % 60:02d}.000000 100"
+        if fail_at is not None and s == fail_at:
+            msg = ("RuntimeError: CUDA error: an illegal memory access was encountered" if last
+                   else "RuntimeError: NCCL communicator was aborted on rank 3")
+            out.append(f"{ts} train.py:99] {msg}")
+            break
+        if last:
+            out.append(f"{ts} train.py:214] global_step={s}, loss={2 + 1 / s:.4f}, step_time=2.0")
+        if s % 10 == 0:
+            out.append(f"{ts} train.py:554] validate step: {s}  loss: {2 + 1 / s:.4f}  memory: 33.6GiB(32.7%)")
+    return "\n".join(out) + "\n"
+
+
+def test_a_line_that_samples_the_counter_is_not_the_counter(tmp_path):
+    """The profile's words name the evaluation line an iteration line; the line that
+    counted every step, ten times as many, is the counter: the failure is at step 57."""
+    nodes = {f"n{r}": titan_log(r, 80, last=r == 3, fail_at=57) for r in range(4)}
+    failed = write_job(tmp_path / "failed", nodes, framework="torchtitan")
+    report = diagnose(failed, store_path=False)
+    assert "global_step" in report["iteration_marker"]
+    assert report["nodes"][0]["node"] == "n3"
+    assert 57 in [it["iteration"] for it in report["iterations"][:3]]
