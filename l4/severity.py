@@ -134,7 +134,8 @@ _SYMPTOM = re.compile(
     r"|some nccl operations have failed|to avoid data inconsistency|taking the entire process down"
     r"|distbackenderror|waiting for|barrier|exitcode: 1\b|exit code 1\b|failed \(exitcode"
     r"|^srun: error|srun: error:|pdsh@|ssh exited with exit code|sigkill_handler|killing subprocess"
-    r"|mpirun noticed|returned a non-zero exit code|step .* cancelled at|job .* cancelled at"
+    r"|mpirun noticed|returned a non-zero exit code|exited with non-zero status"
+    r"|the first process to do so was|^exit code: <\*>$|step .* cancelled at|job .* cancelled at"
     r"|terminate called after throwing|childfailederror|elastic.*(?:failed|exitcode)"
     r"|ei0002|notify wait|ei0006|getting socket times out|hccl.*timeout|ProcessGroupNCCL)",
     re.I,
