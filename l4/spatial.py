@@ -213,64 +213,6 @@ def first_to_stop(job: ParsedJob) -> np.ndarray:
     return out
 
 
-#: the process a launcher saw exit first, by global rank: Open MPI's "The first process to
-#: do so was: Process name: [[38950,1],16]" (PRRTE: "[prterun-host-1234@1,16]")
-FIRST_EXIT = re.compile(r"Process name:\s*\[(?:\[\d+,\d+\],(?P<a>\d+)|[^\],]+,(?P<b>\d+))\]")
-#: the global rank a line's own prefix says printed it: Open MPI's --tag-output
-#: "[1,16]<stdout>:", torch's "[rank16]:"
-RANK_PREFIX = re.compile(r"\[\d+,(\d+)\]<std(?:out|err)>|\[rank(\d+)\]:")
-
-
-def _rank_owners(job: ParsedJob) -> dict[int, int]:
-    """Global rank -> the node whose lines carry it in their prefix.
-
-    Only the first and last line of each event are kept per node, so some ranks are never
-    seen; launchers place ranks on nodes in blocks (ranks 16-23 on the third node of eight
-    per node), so when every rank seen fits one such block layout, the unseen rank goes to
-    the node of its block.  Ranks seen on several nodes name none.
-    """
-    where: dict[int, set[int]] = {}
-    for i in range(job.n_nodes):
-        texts = [ex[1] for ex in job.examples[i].values()] + list(job.last_examples[i].values())
-        for text in texts:
-            for m in RANK_PREFIX.finditer(text[:200]):
-                where.setdefault(int(m.group(1) or m.group(2)), set()).add(i)
-    owners = {r: next(iter(who)) for r, who in where.items() if len(who) == 1}
-    if not owners or len(owners) < len(where):
-        return owners
-    per_node = (max(owners) + 1) // max(job.n_nodes, 1)
-    if per_node >= 1:
-        blocks: dict[int, set[int]] = {}
-        for r, i in owners.items():
-            blocks.setdefault(r // per_node, set()).add(i)
-        if all(len(v) == 1 for v in blocks.values()):
-            for b, v in blocks.items():
-                for r in range(b * per_node, (b + 1) * per_node):
-                    owners.setdefault(r, next(iter(v)))
-    return owners
-
-
-def launcher_first(job: ParsedJob) -> np.ndarray:
-    """Per node: 1.0 for the node of the rank the launcher says exited first.
-
-    The launcher watches every process and names the first that exited with an error, by
-    rank; the rank prefix of each node's own lines says which node that rank ran on.  It
-    is who stopped first, told by the one process that saw them all."""
-    out = np.zeros(job.n_nodes)
-    named: set[int] = set()
-    for i in range(job.n_nodes):
-        for ex in job.examples[i].values():
-            m = FIRST_EXIT.search(ex[1])
-            if m:
-                named.add(int(m.group("a") or m.group("b")))
-    if named:
-        owners = _rank_owners(job)
-        for r in named:
-            if r in owners:
-                out[owners[r]] = 1.0
-    return out
-
-
 def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     """Per node: 1 when an unusual message on any node names it as the node that failed."""
     out = np.zeros(job.n_nodes)
@@ -419,7 +361,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     odd = _normalise(odd_measurements(job))
     peers = named_by_peers(job, cross)
     slow = _slowed_first(job)
-    lead = np.maximum(first_to_stop(job), launcher_first(job))
+    lead = first_to_stop(job)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
              + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
