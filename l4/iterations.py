@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from dtaidistance import dtw
@@ -39,6 +39,14 @@ class Counter:
     cols: list[int]  # it and the columns that carry on its count
     tracks: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]  # node -> (pos, iter, ts)
     step: float
+    # node -> a clock for step durations where its lines carry none: the steps' own
+    # printed durations, summed (``MarkerTrack.durations``)
+    clocks: dict[int, np.ndarray] = field(default_factory=dict)
+
+    def clock(self, i: int) -> np.ndarray:
+        """Per-line times of node ``i``'s counter lines for measuring step durations: the
+        lines' clock, or the sum of the durations they print when they carry no clock."""
+        return self.clocks.get(i, self.tracks[i][2])
 
 
 def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
@@ -52,11 +60,16 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
-    tracks = {i: track_arrays(*[mk[c] for c in cols if c in mk])
-              for i, mk in enumerate(job.markers) if any(c in mk for c in cols)}
+    tracks, clocks = {}, {}
+    for i, mk in enumerate(job.markers):
+        if any(c in mk for c in cols):
+            pos, num, ts, dur = _joined([mk[c] for c in cols if c in mk])
+            tracks[i] = (pos, num, ts)
+            if np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
+                clocks[i] = np.cumsum(np.nan_to_num(dur, nan=0.0))
     steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
-    return Counter(marker, cols, tracks, step)
+    return Counter(marker, cols, tracks, step, clocks)
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
@@ -169,16 +182,28 @@ def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 def track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(positions, iterations, times) of marker tracks, joined in record order."""
+    return _joined(tracks)[:3]
+
+
+def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
     num = np.concatenate([np.zeros(0)] + [t.numbers for t in tracks])
     ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
+    dur = np.concatenate([np.zeros(0)] + [getattr(t, "durations", np.full(len(t.ts), np.nan))
+                                          for t in tracks])
     order = np.argsort(pos, kind="stable")
-    pos, num, ts = pos[order], num[order], ts[order]
+    pos, num, ts, dur = pos[order], num[order], ts[order], dur[order]
     if len(num) > 1:
-        # one iteration printed by several ranks / redrawn by a progress bar: keep the last
-        keep = np.append(num[1:] != num[:-1], True)
-        pos, num, ts = pos[keep], num[keep], ts[keep]
-    return pos, num, ts
+        # one iteration printed by several ranks (in any order) or redrawn by a progress
+        # bar: keep its last line, the one that ended it, and only lines that advance
+        keep = np.isnan(num)
+        _, last = np.unique(num[::-1], return_index=True)
+        keep[len(num) - 1 - last] = True
+        pos, num, ts, dur = pos[keep], num[keep], ts[keep], dur[keep]
+        ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
+        pos, num, ts, dur = pos[ahead], num[ahead], ts[ahead], dur[ahead]
+    return pos, num, ts, dur
 
 
 def counter_step(nums: np.ndarray) -> float | None:
@@ -282,7 +307,8 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
     for i in dict.fromkeys(focus):
         if i not in tracks:
             continue
-        tpos, tnum, tts = tracks[i]
+        tpos, tnum, _ = tracks[i]
+        tts = counter.clock(i)
         dur = duration_anomalies(tnum, tts)
         if dur:
             a = _first_run(dur, step)
@@ -382,7 +408,8 @@ def slowed_first(job: ParsedJob, counter: Counter | None) -> np.ndarray:
     if counter is None or len(counter.tracks) < 3:
         return out
     first: dict[int, float] = {}
-    for i, (_, tnum, tts) in counter.tracks.items():
+    for i, (_, tnum, _) in counter.tracks.items():
+        tts = counter.clock(i)
         dur = duration_anomalies(tnum, tts)
         a = _first_run(dur, counter.step) if dur else None
         if a is not None and _slow_to_the_end(tnum, tts, a):

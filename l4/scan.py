@@ -61,24 +61,52 @@ class MarkerTrack:
     lines: np.ndarray = field(default_factory=lambda: _empty(np.int64))  # 1-based line numbers
     numbers: np.ndarray = field(default_factory=lambda: _empty(np.float64))  # counting field
     ts: np.ndarray = field(default_factory=lambda: _empty(np.float64))  # nan: no timestamp
+    # the step's own duration in seconds, read from the line when it carries no clock
+    # ("time=1565.7ms", "elapsed time per iteration (ms): 136.0"); nan otherwise
+    durations: np.ndarray = field(default_factory=lambda: _empty(np.float64))
     field_step: tuple[int, float] | None = None  # which number counts, and by how much
     width: int = 0  # how many numbers each line carries
+    duration_field: tuple[int, float] | None = None  # which number is a duration, its unit
     _blocks: list = field(default_factory=list, repr=False)
 
-    def extend(self, positions, lines, numbers, ts) -> None:
+    def extend(self, positions, lines, numbers, ts, durations=None) -> None:
         """Queue one block of occurrences (joined by :meth:`freeze`)."""
+        ts = np.asarray(ts, np.float64)
+        dur = np.full(len(ts), np.nan) if durations is None else np.asarray(durations, np.float64)
         self._blocks.append((np.asarray(positions, np.int64), np.asarray(lines, np.int64),
-                             np.asarray(numbers, np.float64), np.asarray(ts, np.float64)))
+                             np.asarray(numbers, np.float64), ts, dur))
 
     def freeze(self) -> MarkerTrack:
         """Join the queued blocks onto the arrays; idempotent."""
         if self._blocks:
-            parts = [(self.positions, self.lines, self.numbers, self.ts), *self._blocks]
-            self.positions, self.lines, self.numbers, self.ts = (
-                np.concatenate([p[k] for p in parts]) for k in range(4)
+            parts = [(self.positions, self.lines, self.numbers, self.ts, self.durations),
+                     *self._blocks]
+            self.positions, self.lines, self.numbers, self.ts, self.durations = (
+                np.concatenate([p[k] for p in parts]) for k in range(5)
             )
             self._blocks = []
         return self
+
+
+#: a number that measures time: after a timing word, or followed by a time unit
+_DURATION_WORD = re.compile(r"(?:time|elapsed|took|dt|duration|latency)[^0-9|,;]{0,24}$", re.I)
+_DURATION_UNIT = re.compile(r"(?:\.\d+)?\s?(ms|s|sec|secs|seconds)\b")  # "1565.7ms": 1565 is free-standing
+
+
+def duration_field(text: str, counting: int) -> tuple[int, float] | None:
+    """(index, seconds per unit) of the number in an iteration line that says how long the
+    step took, or ``None``.  Training scripts print it on the progress line whatever their
+    format; without a clock on the line it is the only measure of a slow step."""
+    _, spans = number_spans(text)
+    for k, (a, b) in enumerate(spans):
+        if k == counting:
+            continue
+        unit = _DURATION_UNIT.match(text, b)
+        before = text[max(0, a - 40):a]
+        if unit or _DURATION_WORD.search(before):
+            ms = (unit and unit.group(1) == "ms") or "(ms)" in before or "ms" in before[-6:]
+            return k, 0.001 if ms else 1.0
+    return None
 
 
 @dataclass
@@ -338,8 +366,15 @@ class _Scanner:
         self.candidates.add(sid)
         track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
         samples = self.samples.pop(sid)
+        ts = [parse_ts(_decode(s[2])) for s in samples]
+        if all(math.isnan(t) for t in ts):
+            track.duration_field = duration_field(_decode(samples[0][2]), fs[0])
+        durations = None
+        if track.duration_field is not None:
+            k, unit = track.duration_field
+            durations = [s[3][k] * unit if k < len(s[3]) else math.nan for s in samples]
         track.extend([s[0] for s in samples], [s[1] for s in samples],
-                     [s[3][fs[0]] for s in samples], [parse_ts(_decode(s[2])) for s in samples])
+                     [s[3][fs[0]] for s in samples], ts, durations)
         self.markers[sid] = track
 
     def _finish_samples(self) -> None:
@@ -386,6 +421,7 @@ class _Scanner:
         n = len(bls)
         ts = np.full(n, np.nan)
         vals = np.full(n, np.nan)
+        durs = np.full(n, np.nan) if track.duration_field is not None else None
         j = track.field_step[0] if track.field_step else 0
         for kid in np.unique(line_kids).tolist():
             sel = np.nonzero(line_kids == kid)[0]
@@ -397,6 +433,10 @@ class _Scanner:
                 continue
             ts_lay, spans = self._layout(kid)
             rows = bls[sel]
+            if durs is not None and ts_lay is None and track.duration_field[0] < len(spans):
+                # no clock on these lines: the step's own duration is the only measure
+                (a, b), unit = spans[track.duration_field[0]], track.duration_field[1]
+                durs[sel] = [_to_float(raw_lines[r][a:b]) * unit for r in rows.tolist()]
             if ts_lay == "parse":
                 ts[sel] = [parse_ts(_decode(raw_lines[r][:200])) for r in rows.tolist()]
             elif ts_lay is not None:
@@ -409,7 +449,7 @@ class _Scanner:
                     vals[sel] = digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
                 else:  # a sign or a decimal point: parse the text
                     vals[sel] = [_to_float(raw_lines[r][a:b]) for r in rows.tolist()]
-        track.extend(pos0 + seg, line0 + bls + 1, vals, ts)
+        track.extend(pos0 + seg, line0 + bls + 1, vals, ts, durs)
 
     def result(self, stats: ReadStats, size: int, mtime: float) -> NodeScan:
         scan = NodeScan(node=self.nf.node, rel=self.nf.rel, size=size, mtime=mtime)
@@ -491,11 +531,18 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         vals = [r[j] for r in rows]
         if any(v != v or v != int(v) for v in vals):
             continue
-        distinct = [v for i, v in enumerate(vals) if i == 0 or v != vals[i - 1]]
+        # ranks of one node print the same step in any order ("iter 6" of one rank before
+        # "iter 5" of another): the counter is the envelope, and steps back stay small
+        top, envelope, back = -math.inf, [], 0.0
+        for v in vals:
+            back = max(back, top - v)
+            top = max(top, v)
+            envelope.append(top)
+        distinct = [v for i, v in enumerate(envelope) if i == 0 or v != envelope[i - 1]]
         if len(distinct) < 3:
             continue
         diffs = {distinct[i + 1] - distinct[i] for i in range(len(distinct) - 1)}
-        if len(diffs) == 1:
+        if len(diffs) == 1 and back <= 2 * next(iter(diffs)):
             d = diffs.pop()
             # the finest counter wins: a progress bar's percentage also creeps up by one
             if d > 0 and len(distinct) > best_distinct:

@@ -1,4 +1,5 @@
-"""Who stopped first: a launcher that reacted seconds before a pack that stopped together."""
+"""Who stopped first (a launcher that reacted seconds before a pack that stopped together)
+and who slowed first (by the step times the lines print when they carry no clock)."""
 
 from __future__ import annotations
 
@@ -58,3 +59,34 @@ def test_a_pack_that_did_not_stop_together_singles_nobody_out(tmp_path):
     nodes = {h: torchrun_log(h, k, iters=38, end=ends[h]) for k, h in enumerate(HOSTS)}
     report = diagnose(write_job(tmp_path / "failed", nodes), [healthy], store_path=False)
     assert all(n["evidence"]["first_to_stop"] == 0.0 for n in report["nodes"])
+
+
+def clockless_log(node: int, *, iters: int, slow_from: int | None, straggler: bool) -> str:
+    """Two ranks of a node printing "iter N/60 ... time=..ms" with no clock, in either
+    order.  From ``slow_from`` every step takes 1.5 s; the straggler's own rank is slow one
+    step before (its peers wait for it at the next collective)."""
+    out = []
+    for it in range(1, iters + 1):
+        ranks = (1, 0) if (it + node) % 2 else (0, 1)
+        for r in ranks:
+            slow = slow_from is not None and (it > slow_from or (it == slow_from and straggler
+                                                                   and r == 1))
+            ms = 1565.0 + 7 * r if slow else 70.0 + 3 * r + it % 5
+            out.append(f"[default{r}]:INFO:train:iter {it}/60 loss={2 + 1 / it:.4f} "
+                       f"lr=1.00e-02 time={ms:.1f}ms")
+    out.append("torch.distributed.elastic.multiprocessing.api.SignalException: Process 14 got signal: 15")
+    return "\n".join(out) + "\n"
+
+
+def test_a_straggler_is_found_by_the_step_times_its_lines_print(tmp_path):
+    """No line carries a clock; the iteration lines of two ranks interleave; the job hit
+    its time limit.  The step durations the lines print show the straggler's rank slow at
+    step 12, everyone else's at 13."""
+    healthy = write_job(tmp_path / "ok", {f"n{k}": clockless_log(k, iters=40, slow_from=None,
+                                                                 straggler=False)
+                                          for k in range(4)}, status="succeeded")
+    nodes = {f"n{k}": clockless_log(k, iters=30, slow_from=12, straggler=k == 2) for k in range(4)}
+    report = diagnose(write_job(tmp_path / "failed", nodes), [healthy], store_path=False)
+    assert report["nodes"][0]["node"] == "n2"
+    assert report["nodes"][0]["evidence"]["slowed_first"] == 1.0
+    assert 12 in [it["iteration"] for it in report["iterations"][:3]]
