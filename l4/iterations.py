@@ -186,12 +186,17 @@ def track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _joined(tracks)[:3]
 
 
+def _durations(track) -> np.ndarray:
+    """A track's printed step durations, one per line (nan where none was read)."""
+    dur = getattr(track, "durations", None)
+    return dur if dur is not None and len(dur) == len(track.ts) else np.full(len(track.ts), np.nan)
+
+
 def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
     num = np.concatenate([np.zeros(0)] + [t.numbers for t in tracks])
     ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
-    dur = np.concatenate([np.zeros(0)] + [getattr(t, "durations", np.full(len(t.ts), np.nan))
-                                          for t in tracks])
+    dur = np.concatenate([np.zeros(0)] + [_durations(t) for t in tracks])
     order = np.argsort(pos, kind="stable")
     pos, num, ts, dur = pos[order], num[order], ts[order], dur[order]
     if len(num) > 1:

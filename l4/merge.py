@@ -197,7 +197,8 @@ def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.nda
 
 def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
     order = np.argsort(np.concatenate([a.lines, b.lines]), kind="stable")
-    out = MarkerTrack(field_step=a.field_step, width=a.width)
-    for name in ("positions", "lines", "numbers", "ts"):
+    out = MarkerTrack(field_step=a.field_step, width=a.width,
+                      duration_field=a.duration_field or b.duration_field)
+    for name in ("positions", "lines", "numbers", "ts", "durations"):
         setattr(out, name, np.concatenate([getattr(a, name), getattr(b, name)])[order])
     return out

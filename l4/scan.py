@@ -542,7 +542,10 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         if len(distinct) < 3:
             continue
         diffs = {distinct[i + 1] - distinct[i] for i in range(len(distinct) - 1)}
-        if len(diffs) == 1 and back <= 2 * next(iter(diffs)):
+        # steps back only where each step is printed several times (by several ranks): a
+        # rank number every rank prints once, in any order, is no counter
+        jitter_ok = back == 0 or (back <= 2 * next(iter(diffs)) and len(vals) >= 1.5 * len(set(vals)))
+        if len(diffs) == 1 and jitter_ok:
             d = diffs.pop()
             # the finest counter wins: a progress bar's percentage also creeps up by one
             if d > 0 and len(distinct) > best_distinct:

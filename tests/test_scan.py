@@ -84,3 +84,12 @@ def test_step_field():
     assert step_field([[3, 10], [3, 20], [3, 30]]) == (1, 10)
     assert step_field([[1.5], [2.5], [3.5]]) is None
     assert step_field([[5], [4], [3]]) is None
+
+
+def test_a_step_printed_by_several_ranks_in_any_order_still_counts():
+    # four ranks print each step; the slow one prints "iter 6" after another's "iter 7"
+    interleaved = [[v, 50] for v in (1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 4, 3, 3, 4, 4, 5, 4, 5, 5, 5)]
+    assert step_field(interleaved) == (0, 1)
+    # every rank prints its own number once, in any order: ranks, not steps
+    ranks = [[v, 8] for v in (25, 24, 27, 26, 29, 28, 31, 30)]
+    assert step_field(ranks) is None
