@@ -20,7 +20,8 @@ What the command keeps doing itself, and why:
   version, it died mid-run, an unexpected error): the command runs the flow in-process as
   before, so the warm path changes how fast, never what comes out.
 
-Records under ``<server dir>/warm/``: ``sock`` (the socket), ``pid``, ``code`` (a
+Records under ``<server dir>/warm/``: ``sock`` (the socket; in the temp dir when that path
+is too long for one), ``pid``, ``code`` (a
 fingerprint of l4's source, the interpreter and the Prefect settings it was started with:
 a command whose fingerprint differs stops it and starts a fresh one), ``warm.log``.
 Requests are served one at a time; after each, memory is handed back to the system.  It
@@ -75,6 +76,18 @@ def warm_dir(server_dir: Path | None = None) -> Path:
     return (server_dir or default_dir()) / "warm"
 
 
+def sock_path(d: Path) -> Path:
+    """``d/sock``, or a name in the temp dir derived from ``d`` when that path is longer
+    than a Unix socket address may be (~107 bytes)."""
+    p = d / "sock"
+    if len(str(p).encode()) <= 100:
+        return p
+    import tempfile
+
+    tag = hashlib.sha256(str(d).encode()).hexdigest()[:16]
+    return Path(tempfile.gettempdir()) / f"l4-warm-{os.getuid()}-{tag}.sock"
+
+
 def _read(path: Path) -> str | None:
     try:
         return path.read_text(encoding="utf-8").strip() or None
@@ -108,6 +121,9 @@ def _pid_alive(pid: int) -> bool:
         os.kill(pid, 0)
     except (ProcessLookupError, PermissionError):
         return False
+    stat = _read(Path(f"/proc/{pid}/stat"))
+    if stat and stat[stat.rfind(")") + 2:][:1] in ("Z", "X"):
+        return False  # exited, not yet reaped
     cmdline = _read(Path(f"/proc/{pid}/cmdline"))
     return cmdline is None or "flows.warm" in cmdline
 
@@ -135,9 +151,11 @@ def stop(server_dir: Path | None = None) -> int | None:
         if _pid_alive(pid):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-    for name in ("pid", "code", "sock"):
+    for name in ("pid", "code"):
         with contextlib.suppress(OSError):
             (d / name).unlink()
+    with contextlib.suppress(OSError):
+        sock_path(d).unlink()
     return pid
 
 
@@ -199,7 +217,7 @@ def _connect(d: Path, timeout: float = 2.0) -> socket.socket:
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     s.settimeout(timeout)
     try:
-        s.connect(str(d / "sock"))
+        s.connect(str(sock_path(d)))
     except OSError:
         s.close()
         raise
@@ -256,8 +274,6 @@ def ensure(api_url: str, server_dir: Path | None = None) -> Path:
     now if needed).  Raises :class:`WarmUnavailable`."""
     d = warm_dir(server_dir)
     code = code_fingerprint()
-    if len(str(d / "sock")) > 100:  # AF_UNIX paths are limited to ~107 bytes
-        raise WarmUnavailable(f"socket path too long: {d / 'sock'}")
     with _locked(d):
         if running_pid(d) is not None and _read(d / "code") == code:
             try:
@@ -536,12 +552,12 @@ def serve(d: Path, code: str) -> None:
     with contextlib.suppress(ImportError):
         import l4.rootcause  # noqa: F401
     idle = float(os.environ.get("L4_WARM_IDLE", IDLE_S))
-    sock_path = d / "sock"
+    sock = sock_path(d)
     with contextlib.suppress(OSError):
-        sock_path.unlink()
+        sock.unlink()
     srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    srv.bind(str(sock_path))
-    os.chmod(sock_path, 0o600)
+    srv.bind(str(sock))
+    os.chmod(sock, 0o600)
     srv.listen(16)
     srv.settimeout(1.0)
     (d / "pid").write_text(str(os.getpid()), encoding="utf-8")
@@ -550,7 +566,7 @@ def serve(d: Path, code: str) -> None:
     signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     run_lock = threading.Lock()
     state: dict = {"busy": False, "last": time.monotonic()}
-    print(f"l4 warm process {os.getpid()} listening on {sock_path}", flush=True)
+    print(f"l4 warm process {os.getpid()} listening on {sock}", flush=True)
     try:
         while not stopping.is_set():
             try:
@@ -566,9 +582,11 @@ def serve(d: Path, code: str) -> None:
     finally:
         srv.close()
         if _read(d / "pid") == str(os.getpid()):
-            for name in ("pid", "code", "sock"):
+            for name in ("pid", "code"):
                 with contextlib.suppress(OSError):
                     (d / name).unlink()
+            with contextlib.suppress(OSError):
+                sock.unlink()
         with contextlib.suppress(Exception):
             from flows.diagnose import _drain
 
