@@ -216,6 +216,20 @@ def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
     return job
 
 
+def existing_job(out: Path) -> Job:
+    """A case generated before (``--reuse``): its truth and sizes, counted again."""
+    truth = json.loads((out / "truth.json").read_text())
+    job = Job(root=out, failed=out / "failed",
+              baselines=[out / b for b in truth.get("baselines", [])],
+              faulty_nodes=list(truth.get("faulty_nodes", [])), generator="reused", gen_s=0.0)
+    job.files, job.bytes, job.lines = count_job(job.failed)
+    for b in job.baselines:
+        _, nb, nl = count_job(b)
+        job.base_bytes += nb
+        job.base_lines += nl
+    return job
+
+
 def count_job(job_dir: Path) -> tuple[int, int, int]:
     """(files, bytes, lines) of a job's node files, counted independently of l4."""
     files = discover(job_dir).files
@@ -795,7 +809,7 @@ def _median_row(how: str, tag: str, ms: list[dict], job: Job, outs: list[Path]) 
 
 
 def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool = True,
-               kb_match: bool = True) -> list[dict]:
+               kb_match: bool = True, big: bool = False) -> list[dict]:
     """The ways a user runs ``l4 diagnose`` on one job, side by side, root causes on (the
     knowledge base embeds its library in an untimed first run): ``--no-prefect``; the
     default command when no server runs yet (it starts l4's local server and the warm
@@ -803,17 +817,23 @@ def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool 
     (``L4_WARM=0``); and, with ``served``, ``l4 serve``: event to stored diagnosis.
     Steady states are the median of ``repeats`` runs.  Peak RSS is of the command's process
     tree plus l4's warm process (which does the command's work); a server already up is
-    not counted, one the command starts is."""
+    not counted, one the command starts is.
+
+    ``big`` (a job of gigabytes): only ``--no-prefect`` and the default command with the
+    server already up (started untimed), once each, without the knowledge base (``--no-kb``:
+    embedding the fault library in a fresh KB is not what is compared)."""
     base = [sys.executable, "-m", "l4.cli", "diagnose", str(job.failed)]
     for b in job.baselines:
         base += ["--baseline", str(b)]
-    base += ["--format", "json", "--force"]
+    base += ["--format", "json", "--force"] + (["--no-kb"] if big else [])
     tag = size.label
     env_np = bench_env(work, tag)
     env_a = _user_env(work, tag, work / "client-a")
     env_b = _user_env(work, tag, work / "client-b")
     env_inproc = dict(env_b, L4_WARM="0")
     _l4(env_a, "server", "stop")
+    if big:
+        return _big_user_paths(job, tag, work, base, env_np, env_b)
     warm = subprocess.run(base + ["--no-prefect"], env=env_np, cwd=ROOT, capture_output=True,
                           check=False)  # embeds the fault library into this KB: untimed
     if warm.returncode != 0:
@@ -845,6 +865,29 @@ def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool 
     return rows
 
 
+def _big_user_paths(job: Job, tag: str, work: Path, base: list[str], env_np: dict[str, str],
+                    env_b: dict[str, str]) -> list[dict]:
+    rows = []
+    try:
+        for i, (how, cmd, env) in enumerate((
+                ("--no-prefect", base + ["--no-prefect"], env_np),
+                ("default, server up", base, env_b))):
+            if i == 1:
+                _l4(env_b, "server", "start")
+            out = work / f"user-{tag}-{i}.json"
+            m = run_measured(cmd, env, ROOT, out, also=_warm_pids(work))
+            row = _median_row(how, tag, [m], job, [out])
+            if m["rc"] == 0:
+                t = json.loads(out.read_text()).get("timing", {})
+                row["scan_s"] = t.get("scan_s")
+            rows.append(row)
+            print(f"[{tag}] {how}: {m['wall_s']:.2f} s, tree RSS {m['peak_tree_rss_mb']:.0f} MB",
+                  flush=True)
+    finally:
+        _l4(env_b, "server", "stop")
+    return rows
+
+
 def served_path(job: Job, tag: str, work: Path, env: dict[str, str], repeats: int) -> dict:
     """``l4 serve`` against the local server: ``l4 emit failed`` of a fresh copy of the job
     (a new failure each time) until its diagnosis is in the knowledge base.  The first event
@@ -853,7 +896,8 @@ def served_path(job: Job, tag: str, work: Path, env: dict[str, str], repeats: in
     from l4.kbstore import list_diagnoses
 
     srv = _l4(env, "server", "start")
-    url = next((w.rstrip(",)") for w in srv.stdout.split() if w.endswith("/api")), None)
+    url = next((w for w in (x.rstrip(",)") for x in srv.stdout.split()) if w.endswith("/api")),
+               None)
     if srv.returncode != 0 or url is None:
         return {"size": tag, "how": "served: event -> stored diagnosis", "rc": 1,
                 "wall_s": math.nan, "peak_tree_rss_mb": math.nan, "stderr": srv.stderr}
@@ -866,6 +910,13 @@ def served_path(job: Job, tag: str, work: Path, env: dict[str, str], repeats: in
     times: list[float] = []
     rc = 0
     try:
+        deadline = time.monotonic() + 180  # an event sent before the triggers exist is lost
+        while b"being served" not in (work / f"serve-{tag}.log").read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("l4 serve did not come up: "
+                                   + (work / f"serve-{tag}.log").read_text()[-500:])
+            time.sleep(0.2)
+        time.sleep(2.0)
         for k in range(repeats + 1):
             copy = work / f"served-{tag}-{k}"
             shutil.rmtree(copy, ignore_errors=True)
@@ -1330,15 +1381,18 @@ def _main_user_path(args, sizes: list[Size], work: Path, framework: str | None,
     try:
         for size in sizes:
             job_dir = work / f"job-{size.label}"
-            shutil.rmtree(job_dir, ignore_errors=True)
-            job = generate_job(job_dir, size, seed=args.seed, framework=framework,
-                               n_baselines=args.baselines, generator=args.generator,
-                               progress_who=args.progress_who)
+            if args.reuse and (job_dir / "truth.json").exists():
+                job = existing_job(job_dir)
+            else:
+                shutil.rmtree(job_dir, ignore_errors=True)
+                job = generate_job(job_dir, size, seed=args.seed, framework=framework,
+                                   n_baselines=args.baselines, generator=args.generator,
+                                   progress_who=args.progress_who)
             print(f"[{size.label}] {job.files} files, {_human(job.bytes)}, {job.lines:,} lines "
                   f"(+ baselines {_human(job.base_bytes)})", flush=True)
             big = job.bytes >= (1 << 30)
             rows = user_paths(job, size, work, repeats=1 if big else args.repeats,
-                              served=not big and not args.no_served, kb_match=not big)
+                              served=not big and not args.no_served, kb_match=not big, big=big)
             for r in rows:
                 r["lines"] = job.lines
             if big:
@@ -1349,7 +1403,7 @@ def _main_user_path(args, sizes: list[Size], work: Path, framework: str | None,
                 print(f"[{size.label}] plain drain3 on {ref['lines']:,} sample lines: "
                       f"{ref['lines_per_s']:,.0f} lines/s", flush=True)
             out["user_paths"] += rows
-            if not args.keep:
+            if not args.keep and not args.reuse:
                 shutil.rmtree(job_dir, ignore_errors=True)
         if args.series:
             out["series"] = series(work, args.series, args.seed + 100, framework, args.generator)
@@ -1404,6 +1458,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--series", type=int, default=0,
                     help="--user-path: also diagnose a series of N small jobs, starting with "
                     "no server")
+    ap.add_argument("--reuse", action="store_true",
+                    help="--user-path: reuse a job already generated under --work (and keep it)")
     ap.add_argument("--no-served", action="store_true",
                     help="--user-path: skip the l4 serve row")
     ap.add_argument("--progress-who", default=None, choices=("r0", "last", "l0", "all"),

@@ -171,7 +171,7 @@ def wanted(job: Path, baselines: list[Path], dask_address: str | None) -> bool:
         return False
     if dask_address or os.environ.get("L4_DASK_ADDRESS", "").strip():
         return False
-    if os.environ.get("L4_TASK_RUNNER", "").strip().lower() not in ("", "auto", "thread"):
+    if os.environ.get("L4_TASK_RUNNER", "").strip().lower() not in ("", "auto", "thread", "pool"):
         return False
     if _api_url_configured():
         return False
