@@ -94,6 +94,13 @@ def test_later_commands_run_the_flow_in_the_warm_process(tmp_path, server_dir):
     assert int((wd / "pid").read_text()) == pid  # the same process, not a new one
     assert rep2["nodes"][0]["node"] == "node-02"
 
+    # a forced progress bar: the warm process's progress events drawn by the command
+    shown = _diagnose(dict(env, L4_PROGRESS="1", L4_PROGRESS_DELAY="0"), str(job), "-b",
+                      str(base), "--no-kb", "--force")
+    assert shown.returncode == 0, shown.stderr
+    assert "8/8 files" in shown.stderr and "\x1b[" in shown.stderr, shown.stderr[-500:]
+    assert "node-02" in shown.stdout
+
     # the same report as the engine without Prefect, and as the flow in the command itself
     engine = _diagnose(env, *args, "--no-prefect")
     inproc = _diagnose(dict(env, L4_WARM="0"), *args)
@@ -102,10 +109,10 @@ def test_later_commands_run_the_flow_in_the_warm_process(tmp_path, server_dir):
     assert "warm_process" not in rep_inproc["timing"]
     assert _same(rep2) == _same(json.loads(engine.stdout)) == _same(rep_inproc)
 
-    # real flow runs on the local server: two from the warm process, one from the command
+    # real flow runs on the local server: three from the warm process, one from the command
     url = (server_dir / "url").read_text()
     runs = _flow_runs(url)
-    assert len(runs) == 3 and all(r.state.is_completed() for r in runs)
+    assert len(runs) == 4 and all(r.state.is_completed() for r in runs)
 
     # bad input through the warm process: the same one-line error, no traceback
     bad = _diagnose(env, str(tmp_path / "missing"), "-f", "json")
