@@ -833,7 +833,10 @@ def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool 
     env_inproc = dict(env_b, L4_WARM="0")
     _l4(env_a, "server", "stop")
     if big:
-        return _big_user_paths(job, tag, work, base, env_np, env_b)
+        # a client home of its own, emptied: no scan cached by an earlier run of this job
+        shutil.rmtree(work / "client-big", ignore_errors=True)
+        return _big_user_paths(job, tag, work, base, env_np,
+                               _user_env(work, tag, work / "client-big"))
     warm = subprocess.run(base + ["--no-prefect"], env=env_np, cwd=ROOT, capture_output=True,
                           check=False)  # embeds the fault library into this KB: untimed
     if warm.returncode != 0:
@@ -1393,8 +1396,8 @@ def _main_user_path(args, sizes: list[Size], work: Path, framework: str | None,
             big = job.bytes >= (1 << 30)
             rows = user_paths(job, size, work, repeats=1 if big else args.repeats,
                               served=not big and not args.no_served, kb_match=not big, big=big)
-            for r in rows:
-                r["lines"] = job.lines
+            for r in rows:  # every line the command parses: the job's and its baselines'
+                r["lines"] = job.lines + job.base_lines
             if big:
                 ref = plain_drain3_rate(job, work)
                 out.setdefault("drain3", {})[size.label] = ref
