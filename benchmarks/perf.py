@@ -578,6 +578,7 @@ class TreeMonitor(threading.Thread):
         self.max_procs = 0
         self.members: list[int] = [pid]
         self.cpu_ticks: dict[int, int] = {}  # last utime+stime seen per process
+        self.cpu_base: dict[int, int] = {}  # ticks a process of ``also`` had already spent
 
     def run(self) -> None:
         last_tree = 0.0
@@ -586,7 +587,11 @@ class TreeMonitor(threading.Thread):
             if now - last_tree >= 0.5:
                 members = _descendants(self.pid)
                 for root in (self.also() if self.also else ()):
-                    members += [p for p in _descendants(root) if p not in members]
+                    for p in _descendants(root):
+                        if p not in members:
+                            members.append(p)
+                            if p not in self.cpu_ticks and p not in self.cpu_base:
+                                self.cpu_base[p] = _cpu_ticks(p) or 0  # before this run
                 self.members = members
                 last_tree = now
             rss = pss = 0
@@ -681,7 +686,7 @@ def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, out_file: Path,
     # are reaped by the forkserver, which may outlive the root, so the last polled CPU of
     # every tree member is summed too and the larger of the two figures is kept
     root_cpu = usage.ru_utime + usage.ru_stime
-    polled = sum(mon.cpu_ticks.values()) / tick
+    polled = sum(v - mon.cpu_base.get(p, 0) for p, v in mon.cpu_ticks.items()) / tick
     return {
         "rc": proc.returncode,
         "wall_s": wall,
