@@ -995,6 +995,11 @@ def series(work: Path, n_jobs: int, seed0: int, framework: str | None,
                                  framework=framework, n_baselines=1, generator=generator))
     env = _user_env(work, "series", work / "client-series")
     _l4(env, "server", "stop")
+    # the fault library is embedded into this fresh knowledge base once, untimed: an
+    # installation does that once (``make demo``), it is not what a series of diagnoses costs
+    probe = work / "series-probe.log"
+    probe.write_text("NCCL watchdog thread terminated with exception\n")
+    _l4(env, "kb", "match", str(probe), timeout=1800)
     rows = []
     try:
         for k, job in enumerate(jobs):
