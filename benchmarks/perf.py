@@ -176,8 +176,11 @@ class Job:
 
 
 def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
-                 n_baselines: int, generator: str = "auto") -> Job:
-    """Write a case under ``out`` with the simulator (or the synthetic fallback)."""
+                 n_baselines: int, generator: str = "auto",
+                 progress_who: str | None = None) -> Job:
+    """Write a case under ``out`` with the simulator (or the synthetic fallback).
+    ``progress_who="l0"``: local rank 0 of every node prints the iteration line (else the
+    seed's dialect decides, often one rank of the whole job)."""
     t0 = time.perf_counter()
     truth = None
     used = generator
@@ -185,9 +188,14 @@ def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
         try:
             from l4.sim.simulate import simulate_case
 
+            dialect = None
+            if progress_who:
+                from l4.sim.dialect import Dialect
+
+                dialect = Dialect(progress_who=progress_who)
             truth = simulate_case(out, seed, framework=framework, n_nodes=size.n_nodes,
                                   bytes_per_node=size.bytes_per_node,
-                                  n_baselines=n_baselines, gzip_some=False)
+                                  n_baselines=n_baselines, gzip_some=False, dialect=dialect)
             used = "simulate"
         except (ImportError, TypeError) as exc:
             if generator == "simulate":
@@ -200,6 +208,20 @@ def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
               baselines=[out / b for b in truth.get("baselines", [])],
               faulty_nodes=list(truth.get("faulty_nodes", [])), generator=used,
               gen_s=time.perf_counter() - t0)
+    job.files, job.bytes, job.lines = count_job(job.failed)
+    for b in job.baselines:
+        _, nb, nl = count_job(b)
+        job.base_bytes += nb
+        job.base_lines += nl
+    return job
+
+
+def existing_job(out: Path) -> Job:
+    """A case generated before (``--reuse``): its truth and sizes, counted again."""
+    truth = json.loads((out / "truth.json").read_text())
+    job = Job(root=out, failed=out / "failed",
+              baselines=[out / b for b in truth.get("baselines", [])],
+              faulty_nodes=list(truth.get("faulty_nodes", [])), generator="reused", gen_s=0.0)
     job.files, job.bytes, job.lines = count_job(job.failed)
     for b in job.baselines:
         _, nb, nl = count_job(b)
@@ -544,9 +566,10 @@ class TreeMonitor(threading.Thread):
     (cheap enough not to steal a core from the job), each member's memory every 0.1 s.
     """
 
-    def __init__(self, pid: int, interval: float = POLL_S):
+    def __init__(self, pid: int, interval: float = POLL_S, also=None):
         super().__init__(daemon=True)
         self.pid = pid
+        self.also = also  # () -> more root pids whose trees count too (the warm process)
         self.interval = interval
         self.stop_event = threading.Event()
         self.peak_rss = 0
@@ -555,13 +578,21 @@ class TreeMonitor(threading.Thread):
         self.max_procs = 0
         self.members: list[int] = [pid]
         self.cpu_ticks: dict[int, int] = {}  # last utime+stime seen per process
+        self.cpu_base: dict[int, int] = {}  # ticks a process of ``also`` had already spent
 
     def run(self) -> None:
         last_tree = 0.0
         while not self.stop_event.is_set():
             now = time.monotonic()
             if now - last_tree >= 0.5:
-                self.members = _descendants(self.pid)
+                members = _descendants(self.pid)
+                for root in (self.also() if self.also else ()):
+                    for p in _descendants(root):
+                        if p not in members:
+                            members.append(p)
+                            if p not in self.cpu_ticks and p not in self.cpu_base:
+                                self.cpu_base[p] = _cpu_ticks(p) or 0  # before this run
+                self.members = members
                 last_tree = now
             rss = pss = 0
             for p in self.members:
@@ -636,12 +667,14 @@ def _pss_kb(pid: int) -> int | None:
     return None
 
 
-def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, out_file: Path) -> dict:
-    """Run ``cmd`` with stdout to ``out_file``; wall time and peak memory of its tree."""
+def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, out_file: Path,
+                 also=None) -> dict:
+    """Run ``cmd`` with stdout to ``out_file``; wall time and peak memory of its tree (and
+    of the trees of the pids ``also()`` returns: l4's warm process does a command's work)."""
     with open(out_file, "wb") as out, open(str(out_file) + ".err", "wb") as err:
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=env, cwd=cwd)
-        mon = TreeMonitor(proc.pid)
+        mon = TreeMonitor(proc.pid, also=also)
         mon.start()
         _, status, usage = os.wait4(proc.pid, 0)
         wall = time.perf_counter() - t0
@@ -653,7 +686,7 @@ def run_measured(cmd: list[str], env: dict[str, str], cwd: Path, out_file: Path)
     # are reaped by the forkserver, which may outlive the root, so the last polled CPU of
     # every tree member is summed too and the larger of the two figures is kept
     root_cpu = usage.ru_utime + usage.ru_stime
-    polled = sum(mon.cpu_ticks.values()) / tick
+    polled = sum(v - mon.cpu_base.get(p, 0) for p, v in mon.cpu_ticks.items()) / tick
     return {
         "rc": proc.returncode,
         "wall_s": wall,
@@ -731,52 +764,287 @@ def _user_env(work: Path, tag: str, client_home: Path) -> dict[str, str]:
     env.pop("L4_NO_PREFECT", None)
     env.update(L4_SERVER_DIR=str(work / "prefect-server"), L4_LOCAL_SERVER="1",
                PREFECT_HOME=str(client_home), PREFECT_SERVER_ANALYTICS_ENABLED="false",
-               L4_QUIET_PREFECT_HINT="1")
+               L4_QUIET_PREFECT_HINT="1", L4_SPOOL=str(work / "spool"))
     return env
 
 
-def user_paths(job: Job, size: Size, work: Path) -> list[dict]:
-    """The ways a user runs ``l4 diagnose`` on one job, side by side: ``--no-prefect``; the
-    default command when no server runs yet (it starts l4's local server); the default
-    command with that server up (parsing again, and with its per-file scan cache warm).
-    Peak RSS is of the command's process tree (a server started by the command is its child
-    during that run; a server already up is not counted)."""
+def _warm_pids(work: Path):
+    """() -> the pid of l4's warm process under ``work`` (its tree counts as the command's)."""
+    def pids() -> list[int]:
+        raw = (work / "prefect-server" / "warm" / "pid")
+        try:
+            return [int(raw.read_text().strip())]
+        except (OSError, ValueError):
+            return []
+    return pids
+
+
+def _server_pid(work: Path) -> int | None:
+    try:
+        return int((work / "prefect-server" / "pid").read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _l4(env: dict[str, str], *args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "l4.cli", *args], env=env, cwd=ROOT,
+                          capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _median_row(how: str, tag: str, ms: list[dict], job: Job, outs: list[Path]) -> dict:
+    ok = [m for m in ms if m["rc"] == 0]
+    walls = [m["wall_s"] for m in ms]
+    row = {"size": tag, "how": how, "runs": len(ms), "rc": max(m["rc"] for m in ms),
+           "wall_s": float(np.median(walls)), "wall_min_s": min(walls), "wall_max_s": max(walls),
+           "peak_tree_rss_mb": max(m["peak_tree_rss_mb"] for m in ms),
+           "cpu_s": float(np.median([m["cpu_s"] for m in ms])),
+           "stderr": ms[-1]["stderr"]}
+    tops, server = [], "none"
+    for m, out in zip(ms, outs, strict=True):
+        if m["rc"] != 0:
+            continue
+        rep = json.loads(out.read_text())
+        top = [n["node"] for n in rep.get("nodes", [])[:1]]
+        tops.append(bool(top and top[0] in job.faulty_nodes))
+        t = rep.get("timing", {})
+        server = t.get("prefect_server", "none") + (" + warm" if t.get("warm_process") else "")
+    row["server"] = server
+    row["top1_ok"] = (all(tops) if tops else None) if job.faulty_nodes and ok else None
+    return row
+
+
+def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool = True,
+               kb_match: bool = True, big: bool = False) -> list[dict]:
+    """The ways a user runs ``l4 diagnose`` on one job, side by side, root causes on (the
+    knowledge base embeds its library in an untimed first run): ``--no-prefect``; the
+    default command when no server runs yet (it starts l4's local server and the warm
+    process); the default command with both up; the flow run in the command's own process
+    (``L4_WARM=0``); and, with ``served``, ``l4 serve``: event to stored diagnosis.
+    Steady states are the median of ``repeats`` runs.  Peak RSS is of the command's process
+    tree plus l4's warm process (which does the command's work); a server already up is
+    not counted, one the command starts is.
+
+    ``big`` (a job of gigabytes): only ``--no-prefect`` and the default command with the
+    server already up (started untimed), once each, without the knowledge base (``--no-kb``:
+    embedding the fault library in a fresh KB is not what is compared)."""
     base = [sys.executable, "-m", "l4.cli", "diagnose", str(job.failed)]
     for b in job.baselines:
         base += ["--baseline", str(b)]
-    base += ["--no-kb", "--format", "json", "--force"]
+    base += ["--format", "json", "--force"] + (["--no-kb"] if big else [])
     tag = size.label
-    runs = [
-        ("--no-prefect", base + ["--no-prefect"], bench_env(work, tag)),
-        ("default, no server yet (starts it)", base, _user_env(work, tag, work / "client-a")),
-        ("default, local server up", base, _user_env(work, tag, work / "client-b")),
-        ("default, server up, scans cached", base, _user_env(work, tag, work / "client-b")),
+    env_np = bench_env(work, tag)
+    env_a = _user_env(work, tag, work / "client-a")
+    env_b = _user_env(work, tag, work / "client-b")
+    env_inproc = dict(env_b, L4_WARM="0")
+    _l4(env_a, "server", "stop")
+    if big:
+        # a client home of its own, emptied: no scan cached by an earlier run of this job
+        shutil.rmtree(work / "client-big", ignore_errors=True)
+        return _big_user_paths(job, tag, work, base, env_np,
+                               _user_env(work, tag, work / "client-big"))
+    warm = subprocess.run(base + ["--no-prefect"], env=env_np, cwd=ROOT, capture_output=True,
+                          check=False)  # embeds the fault library into this KB: untimed
+    if warm.returncode != 0:
+        print(f"[{tag}] warm-up failed: {warm.stderr.decode(errors='replace')[-300:]}")
+    plan = [
+        ("--no-prefect", base + ["--no-prefect"], env_np, repeats),
+        ("default, no server yet (starts it and the warm process)", base, env_a, 1),
+        ("default, server and warm process up", base, env_b, repeats),
+        ("default, flow in the command's process (L4_WARM=0)", base, env_inproc, repeats),
     ]
     rows = []
     try:
-        for i, (how, cmd, env) in enumerate(runs):
-            m = run_measured(cmd, env, ROOT, work / f"user-{tag}-{i}.json")
-            row = {"size": tag, "how": how, **m}
+        for i, (how, cmd, env, n) in enumerate(plan):
+            ms, outs = [], []
+            for k in range(n):
+                out = work / f"user-{tag}-{i}-{k}.json"
+                ms.append(run_measured(cmd, env, ROOT, out, also=_warm_pids(work)))
+                outs.append(out)
+            row = _median_row(how, tag, ms, job, outs)
+            rows.append(row)
+            print(f"[{tag}] {how}: median {row['wall_s']:.2f} s ({row['wall_min_s']:.2f}-"
+                  f"{row['wall_max_s']:.2f}), tree RSS {row['peak_tree_rss_mb']:.0f} MB", flush=True)
+        if served:
+            rows.append(served_path(job, tag, work, env_b, repeats))
+        if kb_match:
+            rows.append(kb_match_row(job, tag, work, env_b, outs[-1], repeats))
+    finally:
+        _l4(env_a, "server", "stop")
+    return rows
+
+
+def _big_user_paths(job: Job, tag: str, work: Path, base: list[str], env_np: dict[str, str],
+                    env_b: dict[str, str]) -> list[dict]:
+    rows = []
+    try:
+        for i, (how, cmd, env) in enumerate((
+                ("--no-prefect", base + ["--no-prefect"], env_np),
+                ("default, server up", base, env_b))):
+            if i == 1:
+                _l4(env_b, "server", "start")
+            out = work / f"user-{tag}-{i}.json"
+            m = run_measured(cmd, env, ROOT, out, also=_warm_pids(work))
+            row = _median_row(how, tag, [m], job, [out])
             if m["rc"] == 0:
-                rep = json.loads((work / f"user-{tag}-{i}.json").read_text())
-                top = [n["node"] for n in rep.get("nodes", [])[:1]]
-                row["top1_ok"] = bool(top and top[0] in job.faulty_nodes) if job.faulty_nodes else None
-                row["server"] = rep.get("timing", {}).get("prefect_server", "none")
+                t = json.loads(out.read_text()).get("timing", {})
+                row["scan_s"] = t.get("scan_s")
             rows.append(row)
             print(f"[{tag}] {how}: {m['wall_s']:.2f} s, tree RSS {m['peak_tree_rss_mb']:.0f} MB",
                   flush=True)
     finally:
-        subprocess.run([sys.executable, "-m", "l4.cli", "server", "stop"],
-                       env=_user_env(work, tag, work / "client-a"), cwd=ROOT,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        _l4(env_b, "server", "stop")
     return rows
 
 
+def served_path(job: Job, tag: str, work: Path, env: dict[str, str], repeats: int) -> dict:
+    """``l4 serve`` against the local server: ``l4 emit failed`` of a fresh copy of the job
+    (a new failure each time) until its diagnosis is in the knowledge base.  The first event
+    (deployments registering, first flow run) is untimed; peak RSS is of ``l4 serve``'s tree
+    (it runs every flow run as a child process)."""
+    from l4.kbstore import list_diagnoses
+
+    srv = _l4(env, "server", "start")
+    url = next((w for w in (x.rstrip(",)") for x in srv.stdout.split()) if w.endswith("/api")),
+               None)
+    if srv.returncode != 0 or url is None:
+        return {"size": tag, "how": "served: event -> stored diagnosis", "rc": 1,
+                "wall_s": math.nan, "peak_tree_rss_mb": math.nan, "stderr": srv.stderr}
+    senv = dict(env, PREFECT_API_URL=url)
+    kb = Path(env["L4_KB"])
+    log = open(work / f"serve-{tag}.log", "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "l4.cli", "serve", "--poll", "1"], env=senv,
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    mon = TreeMonitor(proc.pid)
+    times: list[float] = []
+    rc = 0
+    try:
+        deadline = time.monotonic() + 180  # an event sent before the triggers exist is lost
+        while b"being served" not in (work / f"serve-{tag}.log").read_bytes():
+            if proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError("l4 serve did not come up: "
+                                   + (work / f"serve-{tag}.log").read_text()[-500:])
+            time.sleep(0.2)
+        time.sleep(2.0)
+        for k in range(repeats + 1):
+            copy = work / f"served-{tag}-{k}"
+            shutil.rmtree(copy, ignore_errors=True)
+            shutil.copytree(job.failed, copy)
+            before = len(list_diagnoses(kb=kb))
+            args = ["emit", "failed", str(copy)]
+            for b in job.baselines:
+                args += ["--baseline", str(b)]
+            if k == 1:
+                mon.start()
+            t0 = time.perf_counter()
+            res = _l4(senv, *args)
+            deadline = t0 + (300 if k == 0 else 120)
+            while len(list_diagnoses(kb=kb)) <= before and time.perf_counter() < deadline:
+                time.sleep(0.1)
+            dt = time.perf_counter() - t0
+            if res.returncode != 0 or len(list_diagnoses(kb=kb)) <= before:
+                rc = 1
+                print(f"[{tag}] served run {k} failed: {res.stdout} {res.stderr[-300:]}")
+                break
+            if k:
+                times.append(dt)
+            print(f"[{tag}] served: event -> stored diagnosis {dt:.2f} s"
+                  f"{' (first, untimed)' if k == 0 else ''}", flush=True)
+    finally:
+        mon.stop_event.set()
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=60)
+        log.close()
+    return {"size": tag, "how": "served: event -> stored diagnosis", "rc": rc,
+            "runs": len(times), "server": "local (l4 serve)",
+            "wall_s": float(np.median(times)) if times else math.nan,
+            "wall_min_s": min(times, default=math.nan), "wall_max_s": max(times, default=math.nan),
+            "peak_tree_rss_mb": mon.peak_rss / 1024, "top1_ok": None}
+
+
+def kb_match_row(job: Job, tag: str, work: Path, env: dict[str, str], report: Path,
+                 repeats: int) -> dict:
+    """``l4 kb match`` on the diagnosis's event examples (templates the KB already embedded
+    during the diagnoses above)."""
+    try:
+        rep = json.loads(report.read_text())
+    except (OSError, ValueError):
+        rep = {}
+    lines = [ex["text"] for ev in rep.get("events", [])[:8] for ex in ev.get("examples", [])[:2]]
+    text = work / f"kbmatch-{tag}.log"
+    text.write_text("\n".join(lines or ["NCCL watchdog timeout"]) + "\n")
+    cmd = [sys.executable, "-m", "l4.cli", "kb", "match", str(text), "--format", "json"]
+    subprocess.run(cmd, env=env, cwd=ROOT, capture_output=True, check=False)  # embeds: untimed
+    ms = [run_measured(cmd, env, ROOT, work / f"kbmatch-{tag}-{k}.json") for k in range(repeats)]
+    walls = [m["wall_s"] for m in ms]
+    return {"size": tag, "how": f"l4 kb match ({len(lines)} known lines)", "server": "none",
+            "rc": max(m["rc"] for m in ms), "runs": len(ms), "wall_s": float(np.median(walls)),
+            "wall_min_s": min(walls), "wall_max_s": max(walls),
+            "peak_tree_rss_mb": max(m["peak_tree_rss_mb"] for m in ms), "top1_ok": None}
+
+
+def series(work: Path, n_jobs: int, seed0: int, framework: str | None,
+           generator: str) -> dict:
+    """``n_jobs`` small failed jobs (8, 12 or 16 nodes, ~70 k lines, one baseline each),
+    diagnosed one after the other with the default command, root causes on, starting with
+    no server at all (the first run starts the local server and the warm process)."""
+    jobs = []
+    for k in range(n_jobs):
+        nodes = (8, 12, 16)[k % 3]
+        size = Size(n_nodes=nodes, bytes_per_node=(9 << 20) // nodes)
+        jobs.append(generate_job(work / f"series-{k}", size, seed=seed0 + k,
+                                 framework=framework, n_baselines=1, generator=generator))
+    env = _user_env(work, "series", work / "client-series")
+    _l4(env, "server", "stop")
+    # the fault library is embedded into this fresh knowledge base once, untimed: an
+    # installation does that once (``make demo``), it is not what a series of diagnoses costs
+    probe = work / "series-probe.log"
+    probe.write_text("NCCL watchdog thread terminated with exception\n")
+    _l4(env, "kb", "match", str(probe), timeout=1800)
+    rows = []
+    try:
+        for k, job in enumerate(jobs):
+            cmd = [sys.executable, "-m", "l4.cli", "diagnose", str(job.failed), "--format", "json"]
+            for b in job.baselines:
+                cmd += ["--baseline", str(b)]
+            out = work / f"series-{k}.json"
+            m = run_measured(cmd, env, ROOT, out, also=_warm_pids(work))
+            top_ok = None
+            if m["rc"] == 0:
+                rep = json.loads(out.read_text())
+                top = [x["node"] for x in rep.get("nodes", [])[:1]]
+                top_ok = bool(top and top[0] in job.faulty_nodes)
+            rows.append({"job": k, "lines": job.lines, "nodes": job.files, "rc": m["rc"],
+                         "wall_s": m["wall_s"], "rss_mb": m["peak_tree_rss_mb"], "top1_ok": top_ok})
+            print(f"[series {k + 1}/{n_jobs}] {job.files} nodes, {job.lines:,} lines: "
+                  f"{m['wall_s']:.2f} s", flush=True)
+    finally:
+        _l4(env, "server", "stop")
+    walls = [r["wall_s"] for r in rows]
+    return {"jobs": rows, "median_s": float(np.median(walls)), "max_s": max(walls),
+            "first_s": walls[0], "median_lines": float(np.median([r["lines"] for r in rows])),
+            "failed": sum(r["rc"] != 0 for r in rows),
+            "top1_ok": sum(bool(r["top1_ok"]) for r in rows)}
+
+
 def print_user_paths(rows: list[dict]) -> None:
-    print(table("l4 diagnose as users run it (wall clock, peak RSS of the process tree)",
-                ["job", "how", "server", "wall s", "tree RSS MB", "culprit first"],
-                [[r["size"], r["how"], str(r.get("server", "-")), _fmt(r["wall_s"], ".2f"),
+    print(table("l4 diagnose as users run it (wall clock: median of the runs, min-max; peak RSS "
+                "of the process tree incl. the warm process)",
+                ["job", "how", "server", "runs", "wall s", "min-max s", "tree RSS MB",
+                 "culprit first"],
+                [[r["size"], r["how"], str(r.get("server", "-")), str(r.get("runs", 1)),
+                  _fmt(r["wall_s"], ".2f"),
+                  f"{_fmt(r.get('wall_min_s', r['wall_s']), '.2f')}-"
+                  f"{_fmt(r.get('wall_max_s', r['wall_s']), '.2f')}",
                   _fmt(r["peak_tree_rss_mb"], ".0f"), str(r.get("top1_ok"))] for r in rows]))
+
+
+def print_series(res: dict) -> None:
+    print(table(f"A series of {len(res['jobs'])} small jobs, default l4 diagnose, starting with "
+                "no server", ["median lines", "first run s", "median s", "max s",
+                              "culprit first", "failed"],
+                [[f"{res['median_lines']:,.0f}", _fmt(res["first_s"], ".2f"),
+                  _fmt(res["median_s"], ".2f"), _fmt(res["max_s"], ".2f"),
+                  f"{res['top1_ok']}/{len(res['jobs'])}", str(res["failed"])]]))
 
 
 def cli_startup(work: Path) -> float:
@@ -1108,28 +1376,70 @@ def print_targets(rows: list[dict]) -> None:
 # ==========================================================================================
 
 
+def plain_drain3_rate(job: Job, work: Path, n_lines: int = 20_000) -> dict:
+    """Plain drain3 (every record line masked and fed to the miner) on a sample of the job,
+    in this run: the reference the default command's line rate is compared with."""
+    sample = build_sample(job, n_lines, work / "drain3-sample.log")
+    plain = plain_parse(sample)
+    return {"lines": plain.n_lines, "s": plain.seconds,
+            "lines_per_s": plain.n_lines / plain.seconds}
+
+
 def _main_user_path(args, sizes: list[Size], work: Path, framework: str | None,
                     out: dict) -> int:
-    """``--user-path``: generate each size and time :func:`user_paths` on it."""
+    """``--user-path``: generate each size and time :func:`user_paths` on it; a job of
+    1 GB or more gets one run per way, no served or ``kb match`` rows, and plain drain3's
+    line rate on a sample of it; ``--series N`` adds the series of small jobs."""
     out["user_paths"] = []
     try:
         for size in sizes:
             job_dir = work / f"job-{size.label}"
-            shutil.rmtree(job_dir, ignore_errors=True)
-            job = generate_job(job_dir, size, seed=args.seed, framework=framework,
-                               n_baselines=args.baselines, generator=args.generator)
+            if args.reuse and (job_dir / "truth.json").exists():
+                job = existing_job(job_dir)
+            else:
+                shutil.rmtree(job_dir, ignore_errors=True)
+                job = generate_job(job_dir, size, seed=args.seed, framework=framework,
+                                   n_baselines=args.baselines, generator=args.generator,
+                                   progress_who=args.progress_who)
             print(f"[{size.label}] {job.files} files, {_human(job.bytes)}, {job.lines:,} lines "
                   f"(+ baselines {_human(job.base_bytes)})", flush=True)
-            out["user_paths"] += user_paths(job, size, work)
+            big = job.bytes >= (1 << 30)
+            rows = user_paths(job, size, work, repeats=1 if big else args.repeats,
+                              served=not big and not args.no_served, kb_match=not big, big=big)
+            for r in rows:  # every line the command parses: the job's and its baselines'
+                r["lines"] = job.lines + job.base_lines
+            if big:
+                ref = plain_drain3_rate(job, work)
+                out.setdefault("drain3", {})[size.label] = ref
+                for r in rows:
+                    r["x_drain3"] = job.lines / r["wall_s"] / ref["lines_per_s"]
+                print(f"[{size.label}] plain drain3 on {ref['lines']:,} sample lines: "
+                      f"{ref['lines_per_s']:,.0f} lines/s", flush=True)
+            out["user_paths"] += rows
+            if not args.keep and not args.reuse:
+                shutil.rmtree(job_dir, ignore_errors=True)
+        if args.series:
+            out["series"] = series(work, args.series, args.seed + 100, framework, args.generator)
     finally:
         if not args.keep and args.work is None:
             shutil.rmtree(work, ignore_errors=True)
     print()
     print_user_paths(out["user_paths"])
+    for label, ref in out.get("drain3", {}).items():
+        rows = [r for r in out["user_paths"] if r["size"] == label]
+        np_row = next((r for r in rows if r["how"] == "--no-prefect"), None)
+        for r in rows:
+            ratio = r["wall_s"] / np_row["wall_s"] if np_row else math.nan
+            print(f"[{label}] {r['how']}: {r['lines'] / r['wall_s']:,.0f} lines/s = "
+                  f"{r['x_drain3']:.1f}x plain drain3 ({ref['lines_per_s']:,.0f} lines/s); "
+                  f"{ratio:.2f}x the --no-prefect wall time")
+    if out.get("series"):
+        print_series(out["series"])
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(out, indent=1, default=_jsonable) + "\n")
-    return 1 if any(r.get("rc") != 0 for r in out["user_paths"]) else 0
+    bad = [r for r in out["user_paths"] if r.get("rc") != 0]
+    return 1 if bad or (out.get("series") or {}).get("failed") else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -1156,6 +1466,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--user-path", action="store_true",
                     help="only time l4 diagnose as users run it: --no-prefect vs the default "
                     "command with and without l4's local Prefect server (default size 8x2MB)")
+    ap.add_argument("--repeats", type=int, default=3,
+                    help="--user-path: runs per steady-state way (the median is shown)")
+    ap.add_argument("--series", type=int, default=0,
+                    help="--user-path: also diagnose a series of N small jobs, starting with "
+                    "no server")
+    ap.add_argument("--reuse", action="store_true",
+                    help="--user-path: reuse a job already generated under --work (and keep it)")
+    ap.add_argument("--no-served", action="store_true",
+                    help="--user-path: skip the l4 serve row")
+    ap.add_argument("--progress-who", default=None, choices=("r0", "last", "l0", "all"),
+                    help="who prints the iteration line (l0: every node; default: the seed's)")
     ap.add_argument("--loghub-datasets", default="",
                     help="comma-separated subset of Loghub datasets (default: all present)")
     args = ap.parse_args(argv)

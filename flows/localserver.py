@@ -201,6 +201,9 @@ def start(d: Path | None = None, timeout: float | None = None) -> tuple[LocalSer
 def stop(d: Path | None = None) -> LocalServer | None:
     """Stop the recorded server (if any) and forget it; returns what was stopped."""
     d = d or server_dir()
+    from flows.warm import stop as stop_warm
+
+    stop_warm(d)  # the warm diagnosis process works against this server
     with _locked(d):
         srv = _recorded(d)
         if srv is not None and srv.pid is not None and _pid_alive(srv.pid):

@@ -5,15 +5,17 @@ worker and ``l4 diagnose`` all agree without passing flags around.
 variable               meaning                                                     default
 =====================  ==========================================================  =========
 L4_DASK_ADDRESS        ``tcp://host:8786``: parse node files on that Dask cluster  (local)
-L4_TASK_RUNNER         ``auto``, ``thread``, ``process`` or ``dask``               ``auto``
+L4_TASK_RUNNER         ``auto``, ``thread``, ``pool``, ``process`` or ``dask``     ``auto``
 L4_RETRIES             retries of reading and storage tasks                        3
 L4_RETRY_DELAY         first retry delay in seconds (doubles on each retry)        1
 L4_SCAN_CACHE_DAYS     how long a parsed node file stays reusable (0: forever)     30
 =====================  ==========================================================  =========
 
-``auto`` parses in threads, and in a process pool only when more than
-``flows.parsing.PROCESS_POOL_MIN_BYTES`` of logs are not cached yet (a Prefect process
-worker costs seconds to start, so smaller jobs are faster in threads).
+``auto`` parses in the flow's threads, and when more than
+``flows.parsing.PROCESS_POOL_MIN_BYTES`` of logs are not cached yet, those threads hand the
+scanning to a pool of plain scanner processes (``pool``, what the engine does).
+``process`` is Prefect's own process pool (every worker imports Prefect: slower, kept for
+those who want it).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-RUNNERS = ("auto", "thread", "process", "dask")
+RUNNERS = ("auto", "thread", "pool", "process", "dask")
 
 
 class SettingsError(ValueError):

@@ -62,6 +62,10 @@ class ScanSerializer(Serializer):
 
 SCAN_SERIALIZER = ScanSerializer()
 
+#: the process pool that :func:`parse_node_file` hands its scanning to, when one is set
+#: (``flows.parsing.scan_pool``); a one-element list so that the tasks' threads see it
+SCAN_POOL: list = [None]
+
 # ---------------------------------------------------------------------------------------
 # errors and retry policy
 
@@ -212,8 +216,12 @@ def _parse_run_name() -> str:
       retry_condition_fn=retry_if_transient)
 def parse_node_file(nf: NodeFile) -> NodeScan:
     """``l4.scan.scan_node_file``, cached by file identity.  A file that cannot be read at
-    all raises (so it is retried, and never cached); bad *content* is a normal result."""
-    scan = scan_node_file(nf)
+    all raises (so it is retried, and never cached); bad *content* is a normal result.
+
+    While a scan pool is set (``flows.parsing``: a large job), the scanning itself runs in
+    one of its processes and this task run waits for it in a thread of the flow."""
+    pool = SCAN_POOL[0]
+    scan = pool.submit(scan_node_file, nf).result() if pool is not None else scan_node_file(nf)
     if scan.status == "error":
         raise NodeReadError(scan)
     return scan

@@ -122,6 +122,16 @@ def run_diagnosis(job: Path, baselines: list[Path], *, kb: Path | None = None,
                   force: bool = False) -> dict:
     """What ``l4 diagnose`` does: the flow when Prefect is wanted, else the same steps inline."""
     if use_prefect:
+        try:  # the flow in l4's warm process: no Prefect import here (flows.warm)
+            from flows.warm import try_diagnose
+        except ImportError:
+            try_diagnose = None
+        if try_diagnose is not None:
+            rep = try_diagnose(job, baselines, kb=kb, templates=templates, use_kb=use_kb,
+                               workers=workers, dask_address=dask_address, html=html,
+                               force=force)
+            if rep is not None:
+                return rep
         try:
             from flows.diagnose import diagnose_job_cli
         except ImportError:

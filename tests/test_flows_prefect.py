@@ -221,6 +221,54 @@ def test_a_node_file_that_fails_for_good_is_reported(api, tmp_path):
     assert lost.state.is_failed() and lost.run_count == 4  # tried, then retried 3 times
 
 
+def test_a_large_job_scans_in_a_pool_of_scanner_processes(api, tmp_path, monkeypatch):
+    """Past the size threshold the parse tasks hand their scanning to plain scanner
+    processes: the scans equal the engine's, a missing file is still an error scan after
+    its retries, and the pool is gone afterwards."""
+    import os
+
+    from prefect import flow
+
+    import flows.parsing as parsing
+    from flows.settings import load_settings
+    from flows.tasks import SCAN_POOL
+    from l4.ingest import NodeFile, discover
+    from l4.scan import scan_node_file
+
+    job = make_job(tmp_path / "big", nodes=3, iterations=30)
+    files = list(discover(job).files)
+    files.append(NodeFile(node="node-lost", path=job / "logs" / "node-lost.log",
+                          rel="logs/node-lost.log"))
+    monkeypatch.setattr(parsing, "PROCESS_POOL_MIN_BYTES", 1)
+    monkeypatch.setenv("L4_RETRY_DELAY", "0")
+    settings = load_settings()
+    assert parsing.runner_kind(settings, files, workers=2) == "pool"
+    seen: list[int] = []
+    real_submit = parsing.ProcessPoolExecutor.submit
+
+    def submit(self, fn, *args, **kwargs):
+        seen.append(os.getpid())
+        return real_submit(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(parsing.ProcessPoolExecutor, "submit", submit)
+
+    @flow
+    def parse_big():
+        out = parsing.parse_files(files, settings, workers=2)
+        return out.scans, out.failed, out.parsed
+
+    scans, failed, parsed = parse_big()
+    assert failed == ["logs/node-lost.log"] and parsed == 3
+    assert len(seen) >= 4  # every file went through the pool (the lost one with retries)
+    for nf, sc in zip(files[:3], scans[:3], strict=True):
+        ref = scan_node_file(nf)
+        assert sc.status == "ok" and sc.node == nf.node
+        assert sc.n_lines == ref.n_lines and sc.shapes == ref.shapes
+        assert list(sc.counts) == list(ref.counts) and list(sc.seq) == list(ref.seq)
+    assert scans[3].status == "error"
+    assert SCAN_POOL[0] is None
+
+
 # --- the same report with and without Prefect --------------------------------------------------
 
 
