@@ -163,6 +163,10 @@ def make_corpus(root: Path) -> dict[str, tuple[Path, str]]:
 
 UNREADABLE = {"fifo": "FIFO", "broken-symlink": "broken symlink", "symlink-loop": "symlink loop",
               "dir-named-log": "directory", "gzip-fake": "", "gzip-truncated": "ends early"}
+# found unreadable when the directory is listed (lstat/stat), never opened: their entry
+# says "unreadable", not the "error" of a file that failed while being read
+LISTED = {"fifo": "logs/node-fifo.log", "broken-symlink": "logs/node-dangling.log",
+          "symlink-loop": "logs/node-a.log", "dir-named-log": "logs/node-dir.log"}
 
 
 @pytest.fixture(scope="module")
@@ -197,6 +201,11 @@ def test_hostile_case(corpus, case):
         assert bad, rep["files"]
         assert all(f["error"] for f in bad)
         assert UNREADABLE[case] in " ".join(f["error"] for f in bad)
+    if case in LISTED:
+        assert files[LISTED[case]]["status"] == "unreadable", files[LISTED[case]]
+    if case == "line-50mb":
+        assert files["logs/node-long.log"]["status"] == "ok"
+        assert any("lines longer than 4096 bytes were cut" in w for w in rep["warnings"])
     if case == "gzip-bomb":
         bomb = files["logs/node-bomb.log.gz"]
         assert bomb["status"] in ("ok", "partial", "empty") and bomb["lines"] <= 2
