@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import threading
 import time
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from flows.events import FAILED, RESOURCE_PREFIX, SUCCEEDED
@@ -135,17 +137,20 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
         # stops after an outage), and a deployment left unpaused still turns the events
         # that arrive while no l4 serve runs into scheduled runs for the next one
         runner = Runner(limit=limit, query_seconds=poll_seconds, pause_on_shutdown=False)
-        for d in deployments:
-            runner.add_deployment(d)
+        ids = [runner.add_deployment(d) for d in deployments]
         if first:
             _starting_message(deployments)
         error: BaseException | None = None
+        watchdog = Watchdog(runner, ids[0], say)
+        watchdog.start()
         try:
             asyncio.run(runner.start())
         except KeyboardInterrupt:
             return
         except Exception as exc:  # noqa: BLE001 - decided below: outage or a real error
             error = exc
+        finally:
+            watchdog.stop.set()
         if runner.stopping:  # asked to stop (SIGTERM, Ctrl-C)
             return
         why = server_problem()
@@ -160,6 +165,57 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
         say(f"l4 serve: the Prefect server is back after {time.monotonic() - t0:.0f} s; "
             "serving again")
         first = False
+
+
+class Watchdog(threading.Thread):
+    """While a runner serves: notice the server going away and coming back, then recover
+    the runs that were in flight before the outage and that the runner no longer runs.
+
+    Such a run's process ended while the server was away (its API calls ran out of
+    retries) and the runner could not report it Crashed either, so the server shows it
+    Running forever and no crash hook fires.  Outages long enough for that (about two
+    minutes with Prefect's default client retries) but too short to stop the runner are
+    caught here; longer ones by :func:`serve` itself.
+    """
+
+    def __init__(self, runner: Any, deployment_id: Any, say: Callable[[str], None], *,
+                 every: float = 3.0, grace: float = 10.0):
+        super().__init__(name="l4-serve-watchdog", daemon=True)
+        self.runner, self.deployment_id, self.say = runner, deployment_id, say
+        self.every, self.grace = every, grace
+        self.stop = threading.Event()
+
+    def live_runs(self) -> set | None:
+        """Ids of the runs this runner is starting or running; None when unknown."""
+        try:
+            live = set(self.runner._process_manager.flow_run_ids())
+            poller = getattr(self.runner, "_scheduled_run_poller", None)
+            live |= set(getattr(poller, "_submitting_flow_run_ids", ()) or ())
+        except Exception:  # noqa: BLE001 - a Prefect without these: recover nothing here
+            return None
+        return live
+
+    def run(self) -> None:
+        down_since = None
+        while not self.stop.wait(self.every):
+            if server_problem() is not None:
+                down_since = down_since or datetime.now(UTC)
+                continue
+            if down_since is None:
+                continue
+            if self.stop.wait(self.grace):  # let the runner report what it still can
+                return
+            live = self.live_runs()
+            if live is not None:
+                try:
+                    n = recover_interrupted(self.deployment_id, before=down_since, skip=live)
+                except Exception as exc:  # noqa: BLE001 - the server went away again
+                    self.say(f"l4 serve: could not check for interrupted runs ({exc})")
+                    continue
+                if n:
+                    self.say(f"l4 serve: {n} diagnosis run(s) ended while the Prefect server "
+                             "was away; they are retried (or listed in `l4 inbox`)")
+            down_since = None
 
 
 def _starting_message(deployments: list) -> None:
@@ -191,20 +247,22 @@ def wait_for_server(step: float = 2.0) -> None:
         time.sleep(step)
 
 
-INTERRUPTED = ("interrupted: the Prefect server went away while this run was in flight "
-               "and its runner stopped")
+INTERRUPTED = "interrupted: the Prefect server went away while this run was in flight"
 
 
-def recover_interrupted(deployment_id: Any) -> int:
+def recover_interrupted(deployment_id: Any, *, before: datetime | None = None,
+                        skip: set | frozenset = frozenset()) -> int:
     """Runs of the diagnose deployment left Pending or Running by a runner that stopped
     (their processes ended with it): mark each Crashed and hand it to
     :func:`flows.recovery.retry_crashed`, which submits it again (a diagnosis that was
     already stored is then found by its failure key, not stored twice) or, with the
     retries used up, leaves a "diagnosis failed" entry in the inbox.  Returns how many.
 
-    Called only when this process's runner has stopped and before a new one starts, so no
-    run of this ``l4 serve`` is in flight; one ``l4 serve`` per server is assumed (a second
-    one serving the same deployments would see its own runs retried).
+    Called when this process's runner has stopped and before a new one starts, so no run
+    of this ``l4 serve`` is in flight, or by the :class:`Watchdog` with ``skip`` (the runs
+    the runner still runs) and ``before`` (only runs in that state since before the
+    outage).  One ``l4 serve`` per server is assumed (a second one serving the same
+    deployments would see its own runs retried).
     """
     from prefect import get_client
     from prefect.client.schemas.filters import (
@@ -224,6 +282,8 @@ def recover_interrupted(deployment_id: Any) -> int:
             deployment_filter=DeploymentFilter(id=DeploymentFilterId(any_=[deployment_id])),
             flow_run_filter=FlowRunFilter(state=FlowRunFilterState(
                 type=FlowRunFilterStateType(any_=[StateType.PENDING, StateType.RUNNING]))))
+        runs = [r for r in runs if r.id not in skip and (
+            before is None or (r.state and r.state.timestamp and r.state.timestamp < before))]
         for run in runs:
             state = Crashed(message=INTERRUPTED)
             client.set_flow_run_state(run.id, state, force=True)
