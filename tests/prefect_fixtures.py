@@ -123,14 +123,13 @@ def prefect_env(home: Path, api_url: str | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def prefect_server(home: Path, *, timeout: float = 90.0, port: int | None = None,
-                   env_extra: dict[str, str] | None = None) -> Iterator[str]:
+def prefect_server(home: Path, *, timeout: float = 90.0, port: int | None = None) -> Iterator[str]:
     """Start ``prefect server start`` on 127.0.0.1 with SQLite under ``home``; yield its API
     URL; always stop it.  ``port``: a fixed port (a server that comes back where emitters
-    already point), else a free one.  ``env_extra``: server settings (e.g. LEAN_SERVER)."""
+    already point), else a free one."""
     home.mkdir(parents=True, exist_ok=True)
     port = port or free_port()
-    env = {**prefect_env(home), **(env_extra or {})}
+    env = prefect_env(home)
     log = open(home / "server.log", "wb")
     proc = subprocess.Popen(
         [PYTHON, "-m", "prefect", "server", "start", "--host", "127.0.0.1", "--port", str(port)],
@@ -156,15 +155,6 @@ def prefect_server(home: Path, *, timeout: float = 90.0, port: int | None = None
     finally:
         stop(proc)
         log.close()
-
-
-# Server loops an event-triggered l4 never uses (schedules, late or paused runs, work-pool
-# health, cancellation and retention clean-ups) and the task-run recorder (task runs for
-# the UI): off, for tests whose cost is the server's (a storm of runs).  Events, the
-# triggers that turn them into runs, and flow-run orchestration stay on.
-LEAN_SERVER = {f"PREFECT_SERVER_SERVICES_{name}_ENABLED": "false" for name in (
-    "SCHEDULER", "LATE_RUNS", "FOREMAN", "PAUSE_EXPIRATIONS", "CANCELLATION_CLEANUP",
-    "REPOSSESSOR", "DB_VACUUM", "CLEANUP_RECONCILER", "TASK_RUN_RECORDER")}
 
 
 def stop(proc: subprocess.Popen, grace: float = 10.0) -> None:
