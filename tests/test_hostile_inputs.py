@@ -115,6 +115,7 @@ def make_corpus(root: Path) -> dict[str, tuple[Path, str]]:
         cases[name] = (job, expect)
         return job / "logs"
 
+    add("plain")  # nothing hostile: the memory every case is compared with
     gzip_bomb(add("gzip-bomb") / "node-bomb.log.gz")
     (add("random-binary") / "node-rand.log").write_bytes(os.urandom(3 << 20))
     (add("nul-in-lines") / "node-nul.log").write_bytes(
@@ -174,6 +175,14 @@ def corpus(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     return make_corpus(tmp_path_factory.mktemp("hostile"))
 
 
+@pytest.fixture(scope="module")
+def plain_rss_kb(corpus) -> int:
+    """Peak RSS of ``l4 diagnose`` on a small job without anything hostile."""
+    code, _, err, rss_kb, _ = run_cli(corpus["plain"][0])
+    assert code == 0, err[-2000:]
+    return rss_kb
+
+
 @pytest.mark.parametrize("case", [
     "gzip-bomb", "random-binary", "nul-in-lines", "line-50mb", "cr-only", "latin-1",
     "gzip-truncated", "gzip-empty", "gzip-fake", "empty-file", "fifo", "broken-symlink",
@@ -181,7 +190,7 @@ def corpus(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     "job-json-list", "job-json-wrong-types", "no-logs-dir", "empty-logs-dir", "job-is-a-file",
     "job-missing",
 ])
-def test_hostile_case(corpus, case):
+def test_hostile_case(corpus, case, request):
     job, expect = corpus[case]
     code, out, err, rss_kb, secs = run_cli(job)
     print(f"\n[{case}: exit {code}, {secs:.1f} s, peak RSS {rss_kb / 1024:.0f} MB]")
@@ -203,8 +212,10 @@ def test_hostile_case(corpus, case):
         assert UNREADABLE[case] in " ".join(f["error"] for f in bad)
     if case in LISTED:
         assert files[LISTED[case]]["status"] == "unreadable", files[LISTED[case]]
-    if case == "line-50mb":
+    if case == "line-50mb":  # streamed and cut: the line is never held whole
         assert files["logs/node-long.log"]["status"] == "ok"
+        extra_kb = rss_kb - request.getfixturevalue("plain_rss_kb")
+        assert extra_kb < 50 << 10, f"{extra_kb / 1024:.0f} MB more than a plain job"
         assert any("lines longer than 4096 bytes were cut" in w for w in rep["warnings"])
     if case == "gzip-bomb":
         bomb = files["logs/node-bomb.log.gz"]
