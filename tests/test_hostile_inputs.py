@@ -226,3 +226,7 @@ def test_hostile_case(corpus, case, request):
         assert len(rep["nodes"]) == 5000 and rep["nodes"][0]["node"] == "n0017"
     if case.startswith("job-json"):
         assert any("job.json" in w for w in rep["warnings"]), rep["warnings"]
+        assert rep["job_id"] == case  # the directory's name, not a value of the wrong type
+    if case == "job-json-wrong-types":
+        for key in ("job_id", "config_id", "framework", "nodes"):
+            assert any(f"'{key}' ignored" in w for w in rep["warnings"]), (key, rep["warnings"])
