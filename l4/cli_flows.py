@@ -87,8 +87,13 @@ def serve(
 
     typer.echo(f"l4: serving diagnose-job/on-failure and learn-normal/on-success against {url}",
                err=True)
-    run(limit=limit, poll_seconds=poll, use_kb=not no_kb, match_root_causes=not no_match,
-        on_ready=flush_spool)
+    try:
+        run(limit=limit, poll_seconds=poll, use_kb=not no_kb, match_root_causes=not no_match,
+            on_ready=flush_spool)
+    except Exception as exc:  # noqa: BLE001 - one line, not a traceback (server outages are
+        # waited out inside; this is anything else that stopped Prefect's runner)
+        _fail(f"l4 serve stopped: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",
+              code=1)
 
 
 def _say_flush(res) -> None:

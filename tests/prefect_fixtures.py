@@ -123,7 +123,7 @@ def prefect_env(home: Path, api_url: str | None = None) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def prefect_server(home: Path, *, timeout: float = 90.0, port: int | None = None) -> Iterator[str]:
+def prefect_server(home: Path, *, timeout: float = 240.0, port: int | None = None) -> Iterator[str]:
     """Start ``prefect server start`` on 127.0.0.1 with SQLite under ``home``; yield its API
     URL; always stop it.  ``port``: a fixed port (a server that comes back where emitters
     already point), else a free one."""

@@ -115,6 +115,7 @@ def make_corpus(root: Path) -> dict[str, tuple[Path, str]]:
         cases[name] = (job, expect)
         return job / "logs"
 
+    add("plain")  # nothing hostile: the memory every case is compared with
     gzip_bomb(add("gzip-bomb") / "node-bomb.log.gz")
     (add("random-binary") / "node-rand.log").write_bytes(os.urandom(3 << 20))
     (add("nul-in-lines") / "node-nul.log").write_bytes(
@@ -163,11 +164,23 @@ def make_corpus(root: Path) -> dict[str, tuple[Path, str]]:
 
 UNREADABLE = {"fifo": "FIFO", "broken-symlink": "broken symlink", "symlink-loop": "symlink loop",
               "dir-named-log": "directory", "gzip-fake": "", "gzip-truncated": "ends early"}
+# found unreadable when the directory is listed (lstat/stat), never opened: their entry
+# says "unreadable", not the "error" of a file that failed while being read
+LISTED = {"fifo": "logs/node-fifo.log", "broken-symlink": "logs/node-dangling.log",
+          "symlink-loop": "logs/node-a.log", "dir-named-log": "logs/node-dir.log"}
 
 
 @pytest.fixture(scope="module")
 def corpus(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     return make_corpus(tmp_path_factory.mktemp("hostile"))
+
+
+@pytest.fixture(scope="module")
+def plain_rss_kb(corpus) -> int:
+    """Peak RSS of ``l4 diagnose`` on a small job without anything hostile."""
+    code, _, err, rss_kb, _ = run_cli(corpus["plain"][0])
+    assert code == 0, err[-2000:]
+    return rss_kb
 
 
 @pytest.mark.parametrize("case", [
@@ -177,7 +190,7 @@ def corpus(tmp_path_factory) -> dict[str, tuple[Path, str]]:
     "job-json-list", "job-json-wrong-types", "no-logs-dir", "empty-logs-dir", "job-is-a-file",
     "job-missing",
 ])
-def test_hostile_case(corpus, case):
+def test_hostile_case(corpus, case, request):
     job, expect = corpus[case]
     code, out, err, rss_kb, secs = run_cli(job)
     print(f"\n[{case}: exit {code}, {secs:.1f} s, peak RSS {rss_kb / 1024:.0f} MB]")
@@ -197,6 +210,13 @@ def test_hostile_case(corpus, case):
         assert bad, rep["files"]
         assert all(f["error"] for f in bad)
         assert UNREADABLE[case] in " ".join(f["error"] for f in bad)
+    if case in LISTED:
+        assert files[LISTED[case]]["status"] == "unreadable", files[LISTED[case]]
+    if case == "line-50mb":  # streamed and cut: the line is never held whole
+        assert files["logs/node-long.log"]["status"] == "ok"
+        extra_kb = rss_kb - request.getfixturevalue("plain_rss_kb")
+        assert extra_kb < 50 << 10, f"{extra_kb / 1024:.0f} MB more than a plain job"
+        assert any("lines longer than 4096 bytes were cut" in w for w in rep["warnings"])
     if case == "gzip-bomb":
         bomb = files["logs/node-bomb.log.gz"]
         assert bomb["status"] in ("ok", "partial", "empty") and bomb["lines"] <= 2
@@ -206,3 +226,7 @@ def test_hostile_case(corpus, case):
         assert len(rep["nodes"]) == 5000 and rep["nodes"][0]["node"] == "n0017"
     if case.startswith("job-json"):
         assert any("job.json" in w for w in rep["warnings"]), rep["warnings"]
+        assert rep["job_id"] == case  # the directory's name, not a value of the wrong type
+    if case == "job-json-wrong-types":
+        for key in ("job_id", "config_id", "framework", "nodes"):
+            assert any(f"'{key}' ignored" in w for w in rep["warnings"]), (key, rep["warnings"])

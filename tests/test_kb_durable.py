@@ -141,6 +141,7 @@ from l4 import kbstore
 kb = sys.argv[1]
 n = 0
 while True:
+    print("begin", flush=True)
     did = kbstore.record_diagnosis({"job_id": f"w{n}", "pad": os.urandom(200_000).hex()}, kb=kb)
     print(did, flush=True)
     n += 1
@@ -148,32 +149,41 @@ while True:
 
 
 def test_kill_9_mid_write_leaves_the_previous_state(tmp_path):
-    """A writer committing 400 KB reports in a loop is killed with SIGKILL at odd moments:
+    """A writer committing 400 KB reports in a loop is killed with SIGKILL at points spread
+    over one ``record_diagnosis`` call (its duration measured on the writer's first calls):
     every committed diagnosis survives, nothing half-written appears, check passes."""
     kb = tmp_path / "kb.duckdb"
     kbstore.list_patterns(kb=kb)
     env = dict(os.environ, PYTHONPATH=str(REPO))
     committed: list[str] = []
-    for round_ in range(5):
+    rounds = 8
+    for round_ in range(rounds):
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(kb)], stdout=subprocess.PIPE,
                                 env=env, text=True)
-        seen = 0
+        took: list[float] = []
+        begun = None
         deadline = time.monotonic() + 60
-        while seen < 2 + round_ and time.monotonic() < deadline:  # let it commit a few
-            line = proc.stdout.readline()
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline().strip()
             if not line:
                 break
-            committed.append(line.strip())
-            seen += 1
-        time.sleep(0.013 * round_)  # kill at a different point of the next write
+            if line != "begin":
+                committed.append(line)
+                took.append(time.monotonic() - begun)
+            elif len(took) >= 2:  # a third write has begun: kill it part-way
+                time.sleep(min(took) * round_ / rounds)
+                break
+            begun = time.monotonic()
+        assert len(took) >= 2, "the writer never committed"
         proc.send_signal(signal.SIGKILL)
         out, _ = proc.communicate()
-        committed += [ln.strip() for ln in out.splitlines() if ln.strip()]
-        assert seen >= 2, "the writer never committed"
-        stored = {d["id"] for d in kbstore.list_diagnoses(kb=kb)}
-        assert set(committed) <= stored  # every committed write survived
-        assert len(stored) <= len(committed) + round_ + 1  # at most the one in flight each time
+        committed += [ln.strip() for ln in out.splitlines() if ln.strip() not in ("", "begin")]
         check = kbstore.check_kb(kb=kb)
         assert check["ok"], check["problems"]
-    print(f"\n[kill -9: 5 writers killed mid-write, {len(committed)} writes committed, "
-          f"{len(set(committed) - stored)} lost, {len(stored)} stored, check ok]")
+        stored = kbstore.list_diagnoses(kb=kb)
+        ids = {d["id"] for d in stored}
+        assert set(committed) <= ids  # every committed write survived
+        assert len(ids) <= len(committed) + round_ + 1  # at most the one in flight each time
+        assert all(len(d["report"]["pad"]) == 400_000 for d in stored if "pad" in d["report"])
+    print(f"\n[kill -9: {rounds} writers killed mid-write, {len(committed)} writes committed, "
+          f"{len(set(committed) - ids)} lost, {len(ids)} stored, check ok]")
