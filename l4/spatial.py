@@ -33,7 +33,6 @@ import re
 from dataclasses import dataclass
 
 import numpy as np
-from sklearn.ensemble import IsolationForest
 
 from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, slowed_first
@@ -88,6 +87,10 @@ def iforest_scores(features: np.ndarray, seed: int = 0) -> np.ndarray:
     n = features.shape[0]
     if n < 3 or features.shape[1] == 0 or np.allclose(features, features[0]):
         return np.zeros(n)
+    # imported here: scikit-learn costs ~1.3 s of start-up, which jobs too small for the
+    # forest (and every served run that never reaches it) should not pay
+    from sklearn.ensemble import IsolationForest
+
     model = IsolationForest(n_estimators=100, random_state=seed, contamination="auto")
     model.fit(features)
     raw = -model.score_samples(features)
