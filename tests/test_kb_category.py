@@ -201,9 +201,10 @@ def test_known_text_is_never_embedded_twice(kb: Path) -> None:
     with duckdb.connect(str(kb), read_only=True) as con:
         keys = {r[0] for r in con.execute("SELECT key FROM embed_cache").fetchall()}
     assert {embed.cache_key(t) for t in texts} <= keys
-    saved_model, saved_cache = embed._model, dict(embed._cache)
+    saved_model, saved_models, saved_cache = embed._model, dict(embed._models), dict(embed._cache)
     try:
         embed._model = None  # as in a new process: no model and an empty memory cache
+        embed._models.clear()
         embed._cache.clear()
         loads = embed.MODEL_LOADS
         again = embed.embed(texts, kb=kb)
@@ -213,6 +214,7 @@ def test_known_text_is_never_embedded_twice(kb: Path) -> None:
         assert embed.MODEL_LOADS == loads + 1
     finally:
         embed._model = embed._model or saved_model
+        embed._models.update({k: v for k, v in saved_models.items() if k not in embed._models})
         embed._cache.update(saved_cache)
 
 
