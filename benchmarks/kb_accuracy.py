@@ -244,6 +244,35 @@ def diagnosed_jobs(kb: Path, seeds: list[int]) -> dict:
     }
 
 
+def diagnosed_realruns(kb: Path, root: Path) -> dict:
+    """The same on real torchrun runs (benchmarks/realruns): every ``case-*`` under
+    ``root`` with a category in its truth.json.  Only development runs: the held-out
+    directory is never passed here while developing."""
+    from l4.engine import diagnose
+    from l4.pipeline import attach_root_causes
+
+    rows = []
+    for case in sorted(p for p in root.glob("case-*") if (p / "truth.json").is_file()):
+        truth = json.loads((case / "truth.json").read_text())
+        want = (truth.get("fault") or {}).get("category")
+        if not want:
+            continue
+        report = diagnose(case / "failed", [case / b for b in truth.get("baselines", [])])
+        attach_root_causes(report, kb=kb)
+        cats = [c["category"] for c in report.get("categories") or []]
+        first = (report.get("root_causes") or [{}])[0].get("category")
+        rows.append({"case": case.name, "fault": truth["fault"].get("id"), "truth": want,
+                     "categories": cats[:3], "first_root_cause": first})
+    n = max(len(rows), 1)
+    return {
+        "root": str(root), "n": len(rows),
+        "category_top1": sum(bool(r["categories"]) and r["categories"][0] == r["truth"] for r in rows) / n,
+        "category_top3": sum(r["truth"] in r["categories"][:3] for r in rows) / n,
+        "first_root_cause_category": sum(r["first_root_cause"] == r["truth"] for r in rows) / n,
+        "misses": [r for r in rows if not r["categories"] or r["categories"][0] != r["truth"]],
+    }
+
+
 # --- speed of `l4 kb match` as a user runs it ------------------------------------------------
 
 
@@ -325,6 +354,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timing-only", action="store_true", help="only the CLI timing")
     ap.add_argument("--jobs", metavar="SEEDS", help="only: categories of simulated diagnosed jobs, "
                     "e.g. 0..39 (development seeds; 9000 and up are held out)")
+    ap.add_argument("--realruns", type=Path, metavar="DIR", help="only: categories of diagnosed "
+                    "real torchrun runs under DIR (development runs only, e.g. /work/realruns/dev)")
     ap.add_argument("--no-heldout", action="store_true", help="skip the held-out excerpts "
                     "(development runs: the held-out figure is measured once, at the end)")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
@@ -356,6 +387,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.jobs:
             a, _, b = args.jobs.partition("..")
             print(json.dumps(diagnosed_jobs(kb, list(range(int(a), int(b or a) + 1))), indent=2))
+            return 0
+        if args.realruns:
+            print(json.dumps(diagnosed_realruns(kb, args.realruns), indent=2))
             return 0
         if args.timing_only:
             t = timing(kb, failures)
