@@ -73,3 +73,13 @@ def test_the_default_backend_never_imports_torch(tmp_path: Path) -> None:
     p = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
                        timeout=300, check=True)
     assert p.stdout.split() == ["(1,", "384)", "numpy", "False", "False"]
+
+
+def test_backend_choice(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("L4_EMBED_BACKEND", raising=False)
+    assert embed.backend(50) == "numpy"  # kb match, a diagnosis' events: no torch start-up
+    assert embed.backend(embed.BULK + 1) == "sentence-transformers"  # the whole library
+    monkeypatch.setenv("L4_EMBED_BACKEND", "numpy")
+    assert embed.backend(embed.BULK + 1) == "numpy"
+    monkeypatch.setenv("L4_EMBED_BACKEND", "sentence-transformers")
+    assert embed.backend(1) == "sentence-transformers"
