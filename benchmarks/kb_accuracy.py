@@ -360,6 +360,8 @@ def main(argv: list[str] | None = None) -> int:
                     "base (its cached embeddings; the file itself is never modified)")
     ap.add_argument("--every", type=int, default=1, metavar="N",
                     help="leave-one-source-out on every N-th pattern only (a sample, on a busy host)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a constant of l4.category (or rootcause.NAME) for this run")
     ap.add_argument("--no-heldout", action="store_true", help="skip the held-out excerpts "
                     "(development runs: the held-out figure is measured once, at the end)")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
@@ -368,6 +370,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"data not found: {args.data}", file=sys.stderr)
         return 2
 
+    for a in args.set:  # e.g. LEXICAL_WEIGHT=0, POOL=mean, rootcause.SYMPTOM_VOTE=1
+        name, _, value = a.partition("=")
+        mod, _, attr = name.rpartition(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        setattr(rootcause if mod == "rootcause" else category, attr, parsed)
     excerpts = load_excerpts(args.data)
     labels = yaml.safe_load(LABELS.read_text())["labels"]
     failures = [e for e in excerpts if e["kind"] == "failure"]

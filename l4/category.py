@@ -58,6 +58,7 @@ LEXICAL_WEIGHT = 0.6  # size of a text's word block (0: words are not features)
 # (PATTERN_WEIGHT spread over its samples): a pattern with eight wordings of one line
 # must not outvote three patterns of another category.
 PATTERN_WEIGHT = 3.0
+POOL = "geometric"  # how a query's lines are combined: "geometric" or "mean" (arithmetic)
 
 _EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bexit(?:\s*code|code|_code|\s*status)\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
@@ -287,9 +288,12 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
         w = w / w.sum()
         # weighted geometric mean of the lines' probabilities (a product of experts):
         # one line that is sure of its category is not averaged away by vague ones
-        logp = w @ np.log(np.clip(p, 1e-9, None))
-        mean = np.exp(logp - logp.max())
-        mean = mean / mean.sum()
+        if POOL == "geometric":
+            logp = w @ np.log(np.clip(p, 1e-9, None))
+            mean = np.exp(logp - logp.max())
+            mean = mean / mean.sum()
+        else:
+            mean = w @ p
         probs = {k: 0.0 for k in CATEGORIES}
         for k, v in zip(model.classes_, mean, strict=True):
             probs[k] = float(v)
