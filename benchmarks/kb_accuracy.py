@@ -109,7 +109,7 @@ def _metrics(results: list[tuple[dict, list[dict], list[str]]]) -> dict:
             n_pat += 1
             pat1 += bool(pids) and pids[0] in label["patterns"]
             pat3 += any(p in label["patterns"] for p in pids[:3])
-    n = len(results)
+    n = max(len(results), 1)
     return {
         "n": n, "n_with_pattern": n_pat,
         "category_top1": cat1 / n, "category_top3": cat3 / n,
@@ -125,10 +125,24 @@ def same_fault_groups(patterns: list[dict]) -> dict[str, set[str]]:
     ids = {p["id"] for p in patterns}
     out: dict[str, set[str]] = {pid: set() for pid in ids}
     doc = yaml.safe_load(SAME_FAULT.read_text()) if SAME_FAULT.is_file() else {}
+    parent = {pid: pid for pid in ids}  # groups sharing a member are one fault (closure)
+
+    def root(a: str) -> str:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
     for group in (doc or {}).get("groups") or []:
         members = [g for g in group if g in ids]
+        for b in members[1:]:
+            parent[root(b)] = root(members[0])
+    by_root: dict[str, set[str]] = {}
+    for pid in ids:
+        by_root.setdefault(root(pid), set()).add(pid)
+    for members in by_root.values():
         for a in members:
-            out[a] |= {b for b in members if b != a}
+            out[a] |= members - {a}
     norm = {p["id"]: [rootcause._norm_for_template(i) for i in p["indicators"]] for p in patterns}
     for p in patterns:
         rxs = [rx for rx in (rootcause.template_regex(i) for i in p["indicators"]) if rx is not None]
@@ -142,32 +156,34 @@ def same_fault_groups(patterns: list[dict]) -> dict[str, set[str]]:
 
 
 def loso(kb: Path, patterns: list[dict], samples: list, *, verbose: bool = False,
-         settings: dict | None = None) -> dict:
+         settings: dict | None = None, every: int = 1) -> dict:
     """Leave-one-source-out: matcher, classifier and keyword baseline without P's sources."""
     saved = {k: getattr(category, k) for k in (settings or {})}
     for k, v in (settings or {}).items():
         setattr(category, k, v)
     try:
-        return _loso(kb, patterns, samples, verbose)
+        return _loso(kb, patterns, samples, verbose, every)
     finally:
         for k, v in saved.items():
             setattr(category, k, v)
 
 
-def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool) -> dict:
+def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: int = 1) -> dict:
     sources = {p["id"]: set(p["sources"]) for p in patterns}
     same = same_fault_groups(patterns)
     models: dict[frozenset, category.CategoryModel] = {}
+    full = category.train(samples)  # only a starting point for the folds' solver
     ours, base = [], []
     n_exists = pat1_ours = pat1_base = 0
     per_cat: dict[str, list[int]] = {}
-    for p in patterns:
+    for p in patterns[::max(every, 1)]:  # the queries; the library is always all of it
         if not p["indicators"]:
             continue
         excl = frozenset(q["id"] for q in patterns
                          if q["id"] == p["id"] or sources[q["id"]] & sources[p["id"]])
         if excl not in models:
-            models[excl] = category.train([s for s in samples if s.pattern_id not in excl])
+            models[excl] = category.train([s for s in samples if s.pattern_id not in excl],
+                                          init=full)
         m = rootcause.match_lines_full(p["indicators"], kb=kb, top_k=3, exclude=excl,
                                        model=models[excl])
         cats = [c["category"] for c in m.categories]
@@ -221,6 +237,35 @@ def diagnosed_jobs(kb: Path, seeds: list[int]) -> dict:
     n = max(len(rows), 1)
     return {
         "seeds": [seeds[0], seeds[-1]], "n": len(rows),
+        "category_top1": sum(bool(r["categories"]) and r["categories"][0] == r["truth"] for r in rows) / n,
+        "category_top3": sum(r["truth"] in r["categories"][:3] for r in rows) / n,
+        "first_root_cause_category": sum(r["first_root_cause"] == r["truth"] for r in rows) / n,
+        "misses": [r for r in rows if not r["categories"] or r["categories"][0] != r["truth"]],
+    }
+
+
+def diagnosed_realruns(kb: Path, root: Path) -> dict:
+    """The same on real torchrun runs (benchmarks/realruns): every ``case-*`` under
+    ``root`` with a category in its truth.json.  Only development runs: the held-out
+    directory is never passed here while developing."""
+    from l4.engine import diagnose
+    from l4.pipeline import attach_root_causes
+
+    rows = []
+    for case in sorted(p for p in root.glob("case-*") if (p / "truth.json").is_file()):
+        truth = json.loads((case / "truth.json").read_text())
+        want = (truth.get("fault") or {}).get("category")
+        if not want:
+            continue
+        report = diagnose(case / "failed", [case / b for b in truth.get("baselines", [])])
+        attach_root_causes(report, kb=kb)
+        cats = [c["category"] for c in report.get("categories") or []]
+        first = (report.get("root_causes") or [{}])[0].get("category")
+        rows.append({"case": case.name, "fault": truth["fault"].get("id"), "truth": want,
+                     "categories": cats[:3], "first_root_cause": first})
+    n = max(len(rows), 1)
+    return {
+        "root": str(root), "n": len(rows),
         "category_top1": sum(bool(r["categories"]) and r["categories"][0] == r["truth"] for r in rows) / n,
         "category_top3": sum(r["truth"] in r["categories"][:3] for r in rows) / n,
         "first_root_cause_category": sum(r["first_root_cause"] == r["truth"] for r in rows) / n,
@@ -309,12 +354,30 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timing-only", action="store_true", help="only the CLI timing")
     ap.add_argument("--jobs", metavar="SEEDS", help="only: categories of simulated diagnosed jobs, "
                     "e.g. 0..39 (development seeds; 9000 and up are held out)")
+    ap.add_argument("--realruns", type=Path, metavar="DIR", help="only: categories of diagnosed "
+                    "real torchrun runs under DIR (development runs only, e.g. /work/realruns/dev)")
+    ap.add_argument("--kb", type=Path, metavar="FILE", help="start from a copy of this knowledge "
+                    "base (its cached embeddings; the file itself is never modified)")
+    ap.add_argument("--every", type=int, default=1, metavar="N",
+                    help="leave-one-source-out on every N-th pattern only (a sample, on a busy host)")
+    ap.add_argument("--set", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a constant of l4.category (or rootcause.NAME) for this run")
+    ap.add_argument("--no-heldout", action="store_true", help="skip the held-out excerpts "
+                    "(development runs: the held-out figure is measured once, at the end)")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
     args = ap.parse_args(argv)
     if not args.data.is_file():
         print(f"data not found: {args.data}", file=sys.stderr)
         return 2
 
+    for a in args.set:  # e.g. LEXICAL_WEIGHT=0, POOL=mean, rootcause.SYMPTOM_VOTE=1
+        name, _, value = a.partition("=")
+        mod, _, attr = name.rpartition(".")
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = value
+        setattr(rootcause if mod == "rootcause" else category, attr, parsed)
     excerpts = load_excerpts(args.data)
     labels = yaml.safe_load(LABELS.read_text())["labels"]
     failures = [e for e in excerpts if e["kind"] == "failure"]
@@ -329,6 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     result: dict = {}
     with tempfile.TemporaryDirectory() as tmp:
         kb = Path(tmp) / "kb.duckdb"
+        if args.kb:
+            import shutil
+
+            shutil.copy(args.kb, kb)
         t0 = time.perf_counter()
         rootcause.ensure_embeddings(kb)
         rootcause.category_model(kb)
@@ -339,6 +406,9 @@ def main(argv: list[str] | None = None) -> int:
             a, _, b = args.jobs.partition("..")
             print(json.dumps(diagnosed_jobs(kb, list(range(int(a), int(b or a) + 1))), indent=2))
             return 0
+        if args.realruns:
+            print(json.dumps(diagnosed_realruns(kb, args.realruns), indent=2))
+            return 0
         if args.timing_only:
             t = timing(kb, failures)
             print(json.dumps(t, indent=2))
@@ -348,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
             samples = rootcause.training_samples(kbstore.category_training_rows(kb=kb), kb)
         if not args.no_loso:
             t0 = time.perf_counter()
-            result["loso"] = loso(kb, patterns, samples, verbose=args.verbose)
+            result["loso"] = loso(kb, patterns, samples, verbose=args.verbose, every=args.every)
             result["loso"]["seconds"] = round(time.perf_counter() - t0, 1)
         if args.sweep:
             grid = [{"C": c, "SHARPNESS": sh, "MATCH_GAMMA": g}
@@ -360,6 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                                         "category_top3": r["ours"]["category_top3"]})
                 print(f"sweep {st} -> {r['ours']['category_top1']:.3f}", file=sys.stderr)
 
+        if args.no_heldout:
+            held = []
         t0 = time.perf_counter()
         ours, base, ours_rank = [], [], []
         for e in held:

@@ -36,12 +36,12 @@ import hashlib
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 CATEGORIES = ("hardware", "user", "platform", "framework")
-VERSION = "1"  # bump when features or training change: stored models are then refitted
+VERSION = "2"  # bump when features or training change: stored models are then refitted
 
 # Chosen by leave-one-source-out cross-validation over the library and on the NON-held-out
 # failure excerpts (benchmarks/kb_accuracy.py --sweep), never on held-out excerpts; on 60
@@ -53,6 +53,14 @@ WHOLE_SAMPLE_WEIGHT = 0.5  # a pattern's title+description: a weaker sample than
 DESCRIPTION_WEIGHT = 1.0  # a phrase of kb/categories.yaml (what the category means)
 SHARPNESS = 4.0  # how strongly the most fault-like lines dominate a query
 MATCH_GAMMA = 6.0  # weight of a suggested pattern's score for its category (product of experts)
+# Evaluated and NOT adopted (benchmarks/kb_accuracy.py --set ..., 2026-12-01): on a
+# leave-one-source-out sample of 87 patterns, words as features (0.6), every pattern
+# weighing the same in training (PATTERN_WEIGHT 3, spread over its samples) and the
+# geometric mean of the lines together gave 56 right categories against 58 without them,
+# although a classifier-only grouped 8-fold check had shown +7.7 points.  Kept as options.
+LEXICAL_WEIGHT = 0.0  # size of a text's word block (0: words are not features)
+PATTERN_WEIGHT = 0.0  # > 0: each pattern's samples share this weight (0: one per sample)
+POOL = "mean"  # how a query's lines are combined: "mean" (arithmetic) or "geometric"
 
 _EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bexit(?:\s*code|code|_code|\s*status)\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
@@ -87,9 +95,23 @@ def _family(code: str) -> str | None:
     return None
 
 
+_LEX = re.compile(r"[a-z][a-z_]{2,}")
+_LEX_STOP = frozenset(
+    "the and for with from this that was are not has have had been into than then when while "
+    "you your please see more use using can will may line file call".split())
+
+
+def lexical_features(text: str) -> set[str]:
+    """Words of a text as sparse features ``w:word`` (lower case, no digits, no stop
+    words): exact tokens such as 'nvrm', 'slurmstepd', 'hccl', 'safetensorerror' that the
+    embedding blurs; their weight is spread over the text's words (see featurize)."""
+    return {"w:" + w for w in _LEX.findall(text.lower()) if w not in _LEX_STOP}
+
+
 def exact_features(text: str, codes: Iterable[str]) -> frozenset[str]:
-    """Exact features of one text: its canonical codes, their families and extra numbers."""
-    out: set[str] = set()
+    """Exact features of one text: its canonical codes, their families, extra numbers
+    and (with LEXICAL_WEIGHT) its words."""
+    out: set[str] = set(lexical_features(text)) if LEXICAL_WEIGHT > 0 else set()
     for c in codes:
         out.add(c)
         fam = _family(c)
@@ -167,24 +189,47 @@ class CategoryModel:
 
 
 def featurize(vectors: np.ndarray, features: Sequence[Iterable[str]], vocab: list[str]) -> np.ndarray:
-    """[embedding | CODE_WEIGHT * one-hot(exact features in vocab)] per row."""
+    """[embedding | CODE_WEIGHT * one-hot(codes) | LEXICAL_WEIGHT * l2-normalised
+    one-hot(words)] per row, over the features in vocab."""
     vectors = np.asarray(vectors, dtype=np.float64).reshape(len(features), -1)
     index = {f: i for i, f in enumerate(vocab)}
     onehot = np.zeros((len(features), len(vocab)), dtype=np.float64)
     for r, feats in enumerate(features):
+        words = [index[f] for f in feats if f.startswith("w:") and f in index]
         for f in feats:
             j = index.get(f)
-            if j is not None:
+            if j is not None and not f.startswith("w:"):
                 onehot[r, j] = CODE_WEIGHT
+        if words:
+            onehot[r, words] = LEXICAL_WEIGHT / np.sqrt(len(words))
     return np.hstack([vectors, onehot])
 
 
-def train(samples: Sequence[Sample], *, c: float | None = None) -> CategoryModel:
-    """Fit the classifier on library and confirmed samples (scikit-learn, lbfgs)."""
+def _from_library(s: Sample) -> bool:
+    """A pattern's own text (not a category description, not a confirmed diagnosis)."""
+    return not s.pattern_id.startswith("category:") and not any(
+        src.startswith("diagnosis:") for src in s.sources)
+
+
+def train(samples: Sequence[Sample], *, c: float | None = None,
+          init: CategoryModel | None = None) -> CategoryModel:
+    """Fit the classifier on library and confirmed samples (scikit-learn, lbfgs).
+
+    ``init`` starts the solver from another model's coefficients where the vocabulary
+    and classes agree (cross-validation folds start from the full model).  The L2-
+    regularised objective is strictly convex, so the fit converges to the same optimum
+    from any start; only the number of iterations changes."""
     from sklearn.linear_model import LogisticRegression
 
     if not samples:
         raise ValueError("no training samples for the category classifier")
+    per_pattern: dict[str, int] = {}
+    for s in samples:
+        if _from_library(s):
+            per_pattern[s.pattern_id] = per_pattern.get(s.pattern_id, 0) + 1
+    if PATTERN_WEIGHT > 0:
+        samples = [replace(s, weight=s.weight * PATTERN_WEIGHT / per_pattern[s.pattern_id])
+                   if _from_library(s) else s for s in samples]
     counts: dict[str, int] = {}
     for s in samples:
         counts[s.category] = counts.get(s.category, 0) + 1
@@ -206,7 +251,22 @@ def train(samples: Sequence[Sample], *, c: float | None = None) -> CategoryModel
     # Categories with few patterns (framework) must not be drowned by large ones.
     w = w * np.array([total / (len(classes) * counts[c_]) for c_ in y])
     lr = LogisticRegression(C=C if c is None else c, max_iter=3000)
-    lr.fit(X, y, sample_weight=w)
+    if init is not None and list(init.classes_) == sorted(counts) and init.coef_.shape[0] == len(classes):
+        col = {f: i for i, f in enumerate(init.vocab)}
+        dim = X.shape[1] - len(vocab)
+        coef = np.zeros((len(classes), X.shape[1]))
+        coef[:, :dim] = init.coef_[:, :dim]
+        for j, f in enumerate(vocab):
+            if f in col:
+                coef[:, dim + j] = init.coef_[:, dim + col[f]]
+        lr.set_params(warm_start=True)
+        lr.coef_, lr.intercept_ = coef, init.intercept_.copy()
+    from threadpoolctl import threadpool_limits
+
+    # one BLAS thread: small products, and threads spinning against each other on a
+    # shared host made a fit several times slower
+    with threadpool_limits(limits=1, user_api="blas"):
+        lr.fit(X, y, sample_weight=w)
     return CategoryModel(list(lr.classes_), vocab, lr.coef_.copy(), lr.intercept_.copy(), prior,
                          len(samples))
 
@@ -228,7 +288,14 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
         r = np.asarray(relevance, dtype=np.float64)
         w = np.exp(SHARPNESS * (r - r.max()))
         w = w / w.sum()
-        mean = w @ p
+        # weighted geometric mean of the lines' probabilities (a product of experts):
+        # one line that is sure of its category is not averaged away by vague ones
+        if POOL == "geometric":
+            logp = w @ np.log(np.clip(p, 1e-9, None))
+            mean = np.exp(logp - logp.max())
+            mean = mean / mean.sum()
+        else:
+            mean = w @ p
         probs = {k: 0.0 for k in CATEGORIES}
         for k, v in zip(model.classes_, mean, strict=True):
             probs[k] = float(v)
@@ -247,7 +314,7 @@ def fingerprint(state: Sequence[tuple], model_name: str) -> str:
     """Hash of what a model is trained on: library rows, confirmations, model, settings."""
     h = hashlib.sha256()
     h.update(json.dumps([VERSION, model_name, C, CODE_WEIGHT, CONFIRMED_WEIGHT, WHOLE_SAMPLE_WEIGHT,
-                         DESCRIPTION_WEIGHT], default=str).encode())
+                         DESCRIPTION_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT], default=str).encode())
     for row in state:
         h.update(json.dumps(row, default=str, sort_keys=True).encode())
     return h.hexdigest()

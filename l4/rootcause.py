@@ -179,6 +179,7 @@ class Unit:
     norm: str = ""
     codes: set[str] = field(default_factory=set)
     plain: bool = False  # no error word and no code
+    role: str = ""  # report events: "culprit" (on the top node), "symptom" (victims' echo) or ""
 
 
 def _informative(text: str) -> bool:
@@ -191,9 +192,10 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
     """Texts to match from report events (template plus up to two example lines each)."""
     units: list[Unit] = []
     seen: set[str] = set()
-    for i, ev in enumerate(list(events)[:max_events]):
-        if not isinstance(ev, dict):
-            continue
+    events = [ev for ev in list(events)[:max_events] if isinstance(ev, dict)]
+    top = _top_node(events)
+    for i, ev in enumerate(events):
+        role = _role(ev, top)
         texts = [str(ev.get("template") or "")]
         for ex in (ev.get("examples") or [])[:2]:
             if isinstance(ex, dict) and ex.get("text"):
@@ -208,8 +210,30 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
             if masked in seen:
                 continue
             seen.add(masked)
-            units.append(Unit(i, ev.get("event_id"), t, masked))
+            units.append(Unit(i, ev.get("event_id"), t, masked, role=role))
     return units
+
+
+def _top_node(events: list[dict]) -> str | None:
+    """The culprit the report ranks first, as its events show it: the engine orders each
+    event's examples top node first, and the first event that is not a victims' echo is
+    the most suspicious one of its own."""
+    for ev in sorted(events, key=lambda e: bool(e.get("symptom"))):  # stable: report order
+        for ex in ev.get("examples") or []:
+            if isinstance(ex, dict) and ex.get("node"):
+                return str(ex["node"])
+    return None
+
+
+def _role(ev: dict, top: str | None) -> str:
+    """'symptom' for what the victims echo (the engine's flag), 'culprit' for an event the
+    top node logged itself, '' when the report does not say."""
+    if ev.get("symptom"):
+        return "symptom"
+    nodes = ev.get("nodes")
+    if top is not None and isinstance(nodes, list) and nodes:
+        return "culprit" if top in [str(n) for n in nodes] else "symptom"
+    return ""
 
 
 def units_from_lines(lines: Iterable[str]) -> list[Unit]:
@@ -350,6 +374,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
 
     relevance = [0.0] * len(units)
     results = []
+    echo_only: set[str] = set()
+    has_culprit = any(u.role == "culprit" for u in units)
     for p in library:
         per_unit = sims.get(p.id, {})
         best_sem, best_unit, best_ind = 0.0, None, None
@@ -396,12 +422,16 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         if p.kind == "symptom":
             score *= SYMPTOM_FACTOR
         results.append((score, p, evidence))
+        if best_unit is not None and best_unit.role == "symptom" and not any(
+                c in u.codes for c in p.codes for u in units if u.role != "symptom"):
+            echo_only.add(p.id)  # matched on what the victims echo, not on the culprit
 
     results.sort(key=lambda r: (-r[0], r[1].id))
     best_by_cat: dict[str, float] = {}
     for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
         if score >= THRESHOLD:
-            best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), score)
+            vote = score * (SYMPTOM_VOTE if p.id in echo_only and has_culprit else 1.0)
+            best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), vote)
     out = []
     for score, p, evidence in results[:top_k]:
         if score < threshold:
@@ -413,10 +443,18 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     for qi, u in enumerate(units):  # an exact code makes a line a fault line whatever its wording
         if u.codes:
             relevance[qi] += CODE_RELEVANCE
+        # the culprit's own lines decide the job's category, not the victims' timeouts
+        relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
     return Match(out, _categories(model, units, vecs, relevance, best_by_cat))
 
 
 CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the category vote
+# In a diagnosed job the victims' echoes (timeouts, resets) outnumber the culprit's own
+# lines and read like platform trouble; these shift the vote to the culprit's lines.
+# (Only differences matter: when every line is an echo, e.g. a culprit that hung silently,
+# all shift alike and the vote is unchanged.)
+ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
+SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
 
 
 def _categories(model: cat.CategoryModel | None, units: list[Unit], vecs, relevance: list[float],
