@@ -208,6 +208,11 @@ def generate_job(out: Path, size: Size, *, seed: int, framework: str | None,
               baselines=[out / b for b in truth.get("baselines", [])],
               faulty_nodes=list(truth.get("faulty_nodes", [])), generator=used,
               gen_s=time.perf_counter() - t0)
+    return _counted(job)
+
+
+def _counted(job: Job) -> Job:
+    """``job`` with the files, bytes and lines of its failed run and baselines counted."""
     job.files, job.bytes, job.lines = count_job(job.failed)
     for b in job.baselines:
         _, nb, nl = count_job(b)
@@ -222,12 +227,7 @@ def existing_job(out: Path) -> Job:
     job = Job(root=out, failed=out / "failed",
               baselines=[out / b for b in truth.get("baselines", [])],
               faulty_nodes=list(truth.get("faulty_nodes", [])), generator="reused", gen_s=0.0)
-    job.files, job.bytes, job.lines = count_job(job.failed)
-    for b in job.baselines:
-        _, nb, nl = count_job(b)
-        job.base_bytes += nb
-        job.base_lines += nl
-    return job
+    return _counted(job)
 
 
 def count_job(job_dir: Path) -> tuple[int, int, int]:

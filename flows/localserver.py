@@ -107,7 +107,9 @@ def status(d: Path | None = None) -> LocalServer | None:
 
 
 @contextlib.contextmanager
-def _locked(d: Path) -> Iterator[None]:
+def dir_lock(d: Path) -> Iterator[None]:
+    """Hold ``d/lock`` exclusively: one process at a time starts or stops what lives in
+    ``d`` (the local server, the warm process)."""
     d.mkdir(parents=True, exist_ok=True)
     with open(d / "lock", "w") as fh:
         fcntl.flock(fh, fcntl.LOCK_EX)
@@ -165,7 +167,7 @@ def start(d: Path | None = None, timeout: float | None = None) -> tuple[LocalSer
     d = d or server_dir()
     if timeout is None:
         timeout = float(os.environ.get("L4_SERVER_START_TIMEOUT", START_TIMEOUT_S))
-    with _locked(d):
+    with dir_lock(d):
         srv = status(d)
         if srv is not None:
             return srv, False
@@ -204,7 +206,7 @@ def stop(d: Path | None = None) -> LocalServer | None:
     from flows.warm import stop as stop_warm
 
     stop_warm(d)  # the warm diagnosis process works against this server
-    with _locked(d):
+    with dir_lock(d):
         srv = _recorded(d)
         if srv is not None and srv.pid is not None and _pid_alive(srv.pid):
             _kill_group(srv.pid)

@@ -256,25 +256,14 @@ def _start(d: Path, api_url: str, code: str) -> None:
     raise WarmUnavailable(f"the warm process did not listen within {timeout:.0f} s")
 
 
-@contextlib.contextmanager
-def _locked(d: Path) -> Iterator[None]:
-    import fcntl
-
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / "lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def ensure(api_url: str, server_dir: Path | None = None) -> Path:
     """The warm process's directory once one of this l4 version listens there (started
     now if needed).  Raises :class:`WarmUnavailable`."""
+    from flows.localserver import dir_lock
+
     d = warm_dir(server_dir)
     code = code_fingerprint()
-    with _locked(d):
+    with dir_lock(d):
         if running_pid(d) is not None and _read(d / "code") == code:
             try:
                 _connect(d).close()
