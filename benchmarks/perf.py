@@ -39,6 +39,7 @@ realistic training-log lines instead.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -46,6 +47,7 @@ import os
 import random
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -825,7 +827,7 @@ def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool 
     not counted, one the command starts is.
 
     ``big`` (a job of gigabytes): only ``--no-prefect`` and the default command with the
-    server already up (started untimed), once each, without the knowledge base (``--no-kb``:
+    server and warm process already up (started untimed), alternated, without the knowledge base (``--no-kb``:
     embedding the fault library in a fresh KB is not what is compared)."""
     base = [sys.executable, "-m", "l4.cli", "diagnose", str(job.failed)]
     for b in job.baselines:
@@ -841,7 +843,7 @@ def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool 
         # a client home of its own, emptied: no scan cached by an earlier run of this job
         shutil.rmtree(work / "client-big", ignore_errors=True)
         return _big_user_paths(job, tag, work, base, env_np,
-                               _user_env(work, tag, work / "client-big"))
+                               _user_env(work, tag, work / "client-big"), repeats)
     warm = subprocess.run(base + ["--no-prefect"], env=env_np, cwd=ROOT, capture_output=True,
                           check=False)  # embeds the fault library into this KB: untimed
     if warm.returncode != 0:
@@ -874,25 +876,39 @@ def user_paths(job: Job, size: Size, work: Path, repeats: int = 3, served: bool 
 
 
 def _big_user_paths(job: Job, tag: str, work: Path, base: list[str], env_np: dict[str, str],
-                    env_b: dict[str, str]) -> list[dict]:
-    rows = []
+                    env_b: dict[str, str], repeats: int = 3) -> list[dict]:
+    """``--no-prefect`` and the default command (server and warm process up, started
+    untimed), alternated ``repeats`` times; the client home's scan cache is emptied before
+    each default run, so that every run parses the whole job, as a new failure does."""
+    client = Path(env_b["PREFECT_HOME"])
+    plan = (("--no-prefect", base + ["--no-prefect"], env_np),
+            ("default, server and warm process up", base, env_b))
+    ms: list[list[dict]] = [[], []]
+    outs: list[list[Path]] = [[], []]
     try:
-        for i, (how, cmd, env) in enumerate((
-                ("--no-prefect", base + ["--no-prefect"], env_np),
-                ("default, server up", base, env_b))):
-            if i == 1:
-                _l4(env_b, "server", "start")
-            out = work / f"user-{tag}-{i}.json"
-            m = run_measured(cmd, env, ROOT, out, also=_warm_pids(work))
-            row = _median_row(how, tag, [m], job, [out])
-            if m["rc"] == 0:
-                t = json.loads(out.read_text()).get("timing", {})
-                row["scan_s"] = t.get("scan_s")
-            rows.append(row)
-            print(f"[{tag}] {how}: {m['wall_s']:.2f} s, tree RSS {m['peak_tree_rss_mb']:.0f} MB",
-                  flush=True)
+        _l4(env_b, "server", "start")
+        for k in range(repeats):
+            for i, (how, cmd, env) in enumerate(plan):
+                if i == 1:
+                    shutil.rmtree(client / "storage", ignore_errors=True)
+                out = work / f"user-{tag}-{i}-{k}.json"
+                m = run_measured(cmd, env, ROOT, out, also=_warm_pids(work))
+                ms[i].append(m)
+                outs[i].append(out)
+                print(f"[{tag}] {how} #{k + 1}: {m['wall_s']:.2f} s, tree RSS "
+                      f"{m['peak_tree_rss_mb']:.0f} MB", flush=True)
     finally:
         _l4(env_b, "server", "stop")
+    rows = []
+    for i, (how, _cmd, _env) in enumerate(plan):
+        row = _median_row(how, tag, ms[i], job, outs[i])
+        scans = []
+        for out in outs[i]:
+            with contextlib.suppress(OSError, ValueError):
+                scans.append(json.loads(out.read_text()).get("timing", {}).get("scan_s"))
+        scans = [s for s in scans if s is not None]
+        row["scan_s"] = statistics.median(scans) if scans else None
+        rows.append(row)
     return rows
 
 
@@ -1404,7 +1420,7 @@ def _main_user_path(args, sizes: list[Size], work: Path, framework: str | None,
             print(f"[{size.label}] {job.files} files, {_human(job.bytes)}, {job.lines:,} lines "
                   f"(+ baselines {_human(job.base_bytes)})", flush=True)
             big = job.bytes >= (1 << 30)
-            rows = user_paths(job, size, work, repeats=1 if big else args.repeats,
+            rows = user_paths(job, size, work, repeats=args.repeats,
                               served=not big and not args.no_served, kb_match=not big, big=big)
             for r in rows:  # every line the command parses: the job's and its baselines'
                 r["lines"] = job.lines + job.base_lines

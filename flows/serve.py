@@ -100,8 +100,12 @@ def build_deployments(*, use_kb: bool = True, match_root_causes: bool = True) ->
 
 def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool = True,
           match_root_causes: bool = True, on_ready: Callable[[], None] | None = None,
-          say: Callable[[str], None] | None = None) -> None:
+          say: Callable[[str], None] | None = None, warm: bool = True) -> None:
     """Register the deployments and run their flow runs until interrupted (Ctrl-C, SIGTERM).
+
+    ``warm``: each flow run is forked from a process that imported Prefect and the engine
+    once (:mod:`flows.servefork`) rather than spawned cold; ``L4_SERVE_WARM=0`` in
+    ``l4 serve`` turns it off.
 
     Every automatic diagnosis also writes its HTML report next to the knowledge base
     (``reports/<diagnosis id>.html``) and links it from the flow run's artifacts.
@@ -138,6 +142,12 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
         # that arrive while no l4 serve runs into scheduled runs for the next one
         runner = Runner(limit=limit, query_seconds=poll_seconds, pause_on_shutdown=False)
         ids = [runner.add_deployment(d) for d in deployments]
+        if warm:  # flow runs forked from a warm process, not spawned cold (flows.servefork)
+            from flows.diagnose import diagnose_job
+            from flows.learn import learn_normal
+            from flows.servefork import install
+
+            install(runner, dict(zip(ids, (diagnose_job, learn_normal), strict=True)))
         if first:
             _starting_message(deployments)
         error: BaseException | None = None

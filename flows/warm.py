@@ -12,10 +12,12 @@ Prefect nor the engine.
 
 What the command keeps doing itself, and why:
 
-* a job (with its baselines) larger than ``L4_WARM_MAX_BYTES`` (default 256 MB), a
+* a job (with its baselines) larger than ``L4_WARM_MAX_BYTES`` (default 64 GiB), a
   process pool or Dask cluster asked for, or a Prefect server of the user's own
-  (``PREFECT_API_URL``): there the fixed costs are a small share, and a long-lived process
-  should not grow to the size of the largest job it ever saw;
+  (``PREFECT_API_URL``).  Big jobs are served too: scanning runs in the scanner pool's
+  processes, not in this one, and after a 2 GB, 64-node job this process held ~465 MB,
+  the same after three such jobs (memory is handed back after each), while the command
+  that ran the flow itself paid 3-4 s of imports again;
 * anything the warm process cannot do (not running and not startable, a different l4
   version, it died mid-run, an unexpected error): the command runs the flow in-process as
   before, so the warm path changes how fast, never what comes out.
@@ -50,7 +52,7 @@ from pathlib import Path
 from typing import Any
 
 #: bytes of node files (job + baselines) above which ``l4 diagnose`` runs the flow itself
-WARM_MAX_BYTES = 256 << 20
+WARM_MAX_BYTES = 64 << 30
 #: seconds a new warm process may take to import everything and listen
 START_TIMEOUT_S = 90.0
 #: seconds without a request after which the warm process exits
@@ -532,14 +534,8 @@ def _handle(fh, run_lock: threading.Lock, state: dict) -> None:
 def serve(d: Path, code: str) -> None:
     """Listen on ``d/sock`` and run diagnoses one at a time until idle for ``L4_WARM_IDLE``
     seconds or terminated."""
-    # everything a diagnosis needs, imported once (the point of this process)
-    import flows.diagnose  # noqa: F401
-    import l4.chartdata  # noqa: F401
-    import l4.engine  # noqa: F401
-    import l4.htmlreport  # noqa: F401
-
-    with contextlib.suppress(ImportError):
-        import l4.rootcause  # noqa: F401
+    # everything a diagnosis needs, imported and compiled once (the point of this process)
+    import flows.servewarm  # noqa: F401
     idle = float(os.environ.get("L4_WARM_IDLE", IDLE_S))
     sock = sock_path(d)
     with contextlib.suppress(OSError):

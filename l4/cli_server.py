@@ -4,6 +4,8 @@ nothing here imports Prefect."""
 
 from __future__ import annotations
 
+import os
+
 import typer
 
 from l4.cli_errors import fail as _fail
@@ -27,6 +29,24 @@ def start() -> None:
         return
     verb = "started" if started else "already running"
     typer.echo(f"{verb}: {srv.ui_url} (API {srv.url}, pid {srv.pid}, state in {srv.directory})")
+    _start_warm(srv.url)
+
+
+def _start_warm(api_url: str) -> None:
+    """Also start the warm diagnosis process (``flows.warm``), so that the first
+    ``l4 diagnose`` after ``l4 server start`` is as fast as the later ones.  Its failure is
+    no error: ``l4 diagnose`` then runs the flow itself."""
+    from flows import warm
+
+    if os.environ.get("L4_WARM", "1").strip().lower() in ("0", "false", "no"):
+        return
+    try:
+        d = warm.ensure(api_url)
+    except (warm.WarmUnavailable, OSError) as exc:
+        typer.echo(f"the warm diagnosis process did not start ({exc}); `l4 diagnose` runs "
+                   "the flow in its own process", err=True)
+        return
+    typer.echo(f"warm diagnosis process: pid {warm.running_pid(d)}")
 
 
 @server_app.command("stop")
@@ -53,6 +73,10 @@ def status() -> None:
         typer.echo(f"not running (state in {server_dir()}); `l4 server start` starts it")
         raise typer.Exit(1)
     typer.echo(f"running: {srv.ui_url} (API {srv.url}, pid {srv.pid})")
+    from flows.warm import running_pid, warm_dir
+
+    pid = running_pid(warm_dir())
+    typer.echo(f"warm diagnosis process: {f'pid {pid}' if pid else 'not running'}")
 
 
 def register(app: typer.Typer) -> None:

@@ -55,6 +55,25 @@ def _diagnose(job: Path, base: Path, tmp: Path, *extra: str) -> subprocess.Compl
     )
 
 
+def _ended(pid: int, timeout: float = 15.0) -> bool:
+    """Whether ``pid`` ended; reaps it when it is this process's child (the warm process
+    that ``l4 server start`` started in-process here), which stays a zombie otherwise."""
+    import time
+
+    from flows.localserver import _pid_alive
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if os.waitpid(pid, os.WNOHANG)[0] == pid:
+                return True
+        except ChildProcessError:  # not our child: the kernel's answer is enough
+            if not _pid_alive(pid):
+                return True
+        time.sleep(0.1)
+    return False
+
+
 def test_server_commands_and_diagnose_reuse_one_server(tmp_path, server_dir):
     from flows.localserver import _pid_alive
 
@@ -66,11 +85,16 @@ def test_server_commands_and_diagnose_reuse_one_server(tmp_path, server_dir):
     url = (server_dir / "url").read_text()
     pid = int((server_dir / "pid").read_text())
     assert url.endswith("/api") and _pid_alive(pid) and (server_dir / "prefect.db").exists()
+    # the warm diagnosis process comes up with it, so the first diagnose is a warm one
+    assert "warm diagnosis process: pid" in res.output, res.output
+    warm_pid = int((server_dir / "warm" / "pid").read_text())
+    assert _pid_alive(warm_pid)
 
     res = runner.invoke(_cli(), ["server", "start"])
     assert res.exit_code == 0 and "already running" in res.output and url[:-4] in res.output
     res = runner.invoke(_cli(), ["server", "status"])
     assert res.exit_code == 0 and f"running: {url[:-4]}" in res.output
+    assert f"warm diagnosis process: pid {warm_pid}" in res.output
 
     job = make_job(tmp_path / "job", nodes=4, iterations=40, culprit=2)
     base = make_job(tmp_path / "base", nodes=4, iterations=40, failed=False)
@@ -90,6 +114,7 @@ def test_server_commands_and_diagnose_reuse_one_server(tmp_path, server_dir):
     res = runner.invoke(_cli(), ["server", "stop"])
     assert res.exit_code == 0 and "stopped the server" in res.output
     assert not _pid_alive(pid) and not (server_dir / "url").exists()
+    assert _ended(warm_pid)
     res = runner.invoke(_cli(), ["server", "status"])
     assert res.exit_code == 1
 
