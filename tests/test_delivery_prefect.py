@@ -249,6 +249,10 @@ def _flow_run_pids(serve_pid: int) -> set[int]:
     return out
 
 
+#: the command line of each killed flow-run process's parent
+KILLED_FROM: list[str] = []
+
+
 def _kill_flow_runs(serve_pid: int, times: int, timeout: float, exclude: set[int]) -> int:
     """SIGKILL the next ``times`` flow-run processes the runner starts (a crash as the OOM
     killer or a reboot makes one), ignoring ``exclude`` (processes of earlier runs that
@@ -263,8 +267,11 @@ def _kill_flow_runs(serve_pid: int, times: int, timeout: float, exclude: set[int
             # second, and a run killed after its end is no crash
             time.sleep(0.1)
             with contextlib.suppress(psutil.Error):
-                psutil.Process(pid).kill()
+                proc = psutil.Process(pid)
+                parent = " ".join(proc.parent().cmdline())
+                proc.kill()
                 killed.add(pid)
+                KILLED_FROM.append(parent)
             break
         time.sleep(0.2)
     return len(killed)
@@ -306,6 +313,8 @@ def test_a_killed_run_is_retried_and_one_that_keeps_dying_shows_in_the_inbox(tmp
             serve.close()
     states = sorted(r.state.name for r in runs)
     print(f"\n[crash: runs {states}]")
+    # every flow run was forked from l4 serve's warm forkserver, not spawned cold
+    assert KILLED_FROM and all("multiprocessing.forkserver" in p for p in KILLED_FROM)
     assert states.count("Crashed") == 3 and states.count("Completed") == 1
     diags = _diagnoses(kb)
     assert sorted(d["job_id"] for d in diags) == ["crash-always", "crash-once"]
