@@ -353,7 +353,8 @@ def _raw_stream(path: Path):
 
 
 def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
-    """Yield blocks of whole lines (each ending in ``\\n`` except maybe the last).
+    """Yield blocks of whole lines (each ending in ``\\n`` except maybe the last); a bare
+    ``\\r`` ends a line as ``\\n`` does, and ``\\r\\n`` is one line end.
 
     Lines longer than :data:`MAX_LINE` are cut to that length; the remainder is skipped as it
     streams by, so a 50 MB single line costs one block of memory.  A truncated or corrupt
@@ -370,6 +371,7 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
         return
     carry = b""
     skipping = False
+    cr_pending = False
     with fh:
         while True:
             try:
@@ -381,6 +383,18 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
             if not data:
                 break
             stats.bytes_read += len(data)
+            if cr_pending and data[:1] == b"\n":  # "\r\n" split across two reads
+                data = data[1:]
+            cr_pending = False
+            if not data:
+                continue
+            cr_pending = data[-1:] == b"\r"
+            if b"\r" in data:
+                # a carriage return ends a line too: progress bars (tqdm, as Hugging Face
+                # Trainer and DeepSpeed print them) rewrite one terminal line with "\r", so
+                # a log file holds thousands of updates on one physical line, and the last
+                # one (where training stopped) would be cut off with the rest of a long line
+                data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
             if skipping:
                 nl = data.find(b"\n")
                 if nl < 0:
