@@ -199,6 +199,7 @@ def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     dur = np.concatenate([np.zeros(0)] + [_durations(t) for t in tracks])
     order = np.argsort(pos, kind="stable")
     pos, num, ts, dur = pos[order], num[order], ts[order], dur[order]
+    num = unwrap_periodic(num)
     if len(num) > 1:
         # one iteration printed by several ranks (in any order) or redrawn by a progress
         # bar: keep its last line, the one that ended it, and only lines that advance
@@ -209,6 +210,34 @@ def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
         pos, num, ts, dur = pos[ahead], num[ahead], ts[ahead], dur[ahead]
     return pos, num, ts, dur
+
+
+def unwrap_periodic(num: np.ndarray) -> np.ndarray:
+    """A counter that starts over at a fixed period, as one that keeps counting.
+
+    A progress bar per epoch ("Epoch 2: 45%|...| 130/200") counts batches within the epoch
+    and starts again at every epoch; the steps the job made are the epochs' counts added
+    up.  Only a reset to the counter's first value after at least two periods that ended
+    at the same count is read as a period: a job restarted from scratch also starts its
+    counter over, at no fixed point, and its iterations are the new run's."""
+    ok = ~np.isnan(num)
+    vals = num[ok]
+    if vals.size < 6:
+        return num
+    step = counter_step(vals) or 1.0
+    start = vals[0]
+    resets = np.nonzero((vals[1:] <= start + step) & (vals[:-1] - vals[1:] >= 2 * step))[0] + 1
+    if resets.size < 2:
+        return num
+    bounds = np.concatenate(([0], resets, [vals.size]))
+    ends = [float(vals[a:b].max()) for a, b in zip(bounds[:-2], bounds[1:-1], strict=True)]
+    if len(set(ends)) != 1:
+        return num
+    period = ends[0] - start + step  # counts of one period: 1..200 (or 0..199) is 200
+    seg = np.searchsorted(resets, np.arange(vals.size), side="right")
+    out = num.copy()
+    out[ok] = vals + seg * period
+    return out
 
 
 def counter_step(nums: np.ndarray) -> float | None:

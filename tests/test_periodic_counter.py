@@ -1,0 +1,95 @@
+"""A counter that starts over every epoch counts on: the steps are the epochs' counts added.
+
+A progress bar per epoch (PyTorch Lightning's "Epoch 2:  65%|...| 130/200") counts batches
+within the epoch.  Read as it is, the job that failed in epoch 2 at batch 131 seemed to fail
+at step 201 (the highest count before the counter started over).  A job restarted from
+scratch starts its counter over too, but not at a fixed point: that is not composed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from typer.testing import CliRunner
+
+from l4.cli import app
+from l4.iterations import unwrap_periodic
+
+tqdm = pytest.importorskip("tqdm").tqdm
+
+
+def test_periods_that_end_at_the_same_count_are_added_up():
+    epochs = [np.arange(1, 201)] * 2 + [np.arange(1, 131)]
+    got = unwrap_periodic(np.concatenate(epochs).astype(float))
+    assert got[-1] == 530 and np.all(np.diff(got) == 1)
+
+
+def test_a_counter_from_zero_keeps_its_period():
+    got = unwrap_periodic(np.concatenate([np.arange(0, 50)] * 3 + [np.arange(0, 7)]).astype(float))
+    assert got[-1] == 156 and np.all(np.diff(got) == 1)
+
+
+def test_a_restart_from_scratch_is_not_a_period():
+    # died at 340, restarted from step 1, died again at 120: the new run's steps count
+    num = np.concatenate([np.arange(1, 341), np.arange(1, 121)]).astype(float)
+    assert np.array_equal(unwrap_periodic(num), num)
+    # two restarts at different points: still no period
+    num = np.concatenate([np.arange(1, 341), np.arange(1, 200), np.arange(1, 50)]).astype(float)
+    assert np.array_equal(unwrap_periodic(num), num)
+
+
+def test_small_steps_back_are_not_resets():
+    # ranks of one node print the same step in any order
+    num = np.array([1, 2, 3, 5, 4, 6, 7, 8, 9, 10, 12, 11, 13], float)
+    assert np.array_equal(unwrap_periodic(num), num)
+
+
+def _node(path: Path, stop_epoch: int, stop_batch: int, role: str, per: int = 200,
+          epochs: int = 4) -> None:
+    """One node of a Lightning-style job: a tqdm bar per epoch, then how the node ended."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w") as fh:
+        fh.write("GPU available: True (cuda), used: True\n")
+        fh.write("LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0,1,2,3]\n")
+        for ep in range(epochs):
+            bar = tqdm(total=per, file=fh, desc=f"Epoch {ep}", mininterval=0, miniters=1,
+                       ncols=120)
+            last = stop_batch if ep == stop_epoch and role != "ok" else per
+            for i in range(last):
+                bar.update(1)
+                bar.set_postfix(v_num=0, train_loss=f"{2.5 - ep * 0.1 - i / 1000:.3f}",
+                                refresh=True)
+            if ep == stop_epoch and role != "ok":
+                break
+            bar.close()
+        if role == "crash":
+            fh.write('\nTraceback (most recent call last):\n  File "train.py", line 88, in '
+                     "<module>\n    trainer.fit(model)\nRuntimeError: CUDA error: an illegal "
+                     "memory access was encountered\n")
+        elif role == "victim":
+            fh.write("\n[rank3]:[E1201 10:10:00.000000 123 ProcessGroupNCCL.cpp:616] [Rank 3] "
+                     "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7301, "
+                     "OpType=ALLREDUCE, NumelIn=1, Timeout(ms)=600000) ran for 600012 "
+                     "milliseconds before timing out.\n")
+        else:
+            fh.write("`Trainer.fit` stopped: `max_epochs=4` reached.\n")
+
+
+def test_a_job_with_a_progress_bar_per_epoch_gets_its_global_step(tmp_path, monkeypatch):
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    for n, role in enumerate(["victim", "crash", "victim"]):
+        _node(tmp_path / "failed" / "logs" / f"node-{n}.log", 2, 130, role)
+    for n in range(3):
+        _node(tmp_path / "base" / "logs" / f"node-{n}.log", 99, 0, "ok")
+    res = CliRunner().invoke(app, ["diagnose", str(tmp_path / "failed"), "-b",
+                                   str(tmp_path / "base"), "--no-prefect", "--no-kb",
+                                   "-f", "json"])
+    assert res.exit_code == 0, res.output
+    rep = json.loads(res.stdout)
+    assert rep["nodes"][0]["node"] == "node-1"
+    assert rep["stage"] == "training"
+    # epochs 0 and 1 (200 steps each) and 130 steps of epoch 2 done: step 531 in progress
+    assert any(abs(it["iteration"] - 531) <= 1 for it in rep["iterations"][:3]), rep["iterations"]
