@@ -114,7 +114,20 @@ class Config:
     extra: dict = field(default_factory=dict)
 
 
+#: configurations from this index on print progress bars (``train.BARS``) instead of lines;
+#: earlier ones keep the draws they were generated with
+PROGRESS_FROM = 16
+
+
 def make_config(set_name: str, index: int) -> Config:
+    cfg = _make_config(set_name, index)
+    if index >= PROGRESS_FROM:
+        rng = random.Random(f"{set_name}-bar-{index}")
+        cfg.iter_format = rng.choice(["tqdm", "tqdm_epoch"])
+    return cfg
+
+
+def _make_config(set_name: str, index: int) -> Config:
     rng = random.Random(f"{set_name}-config-{index}")
     scheme = HOST_SCHEMES[set_name][index % len(HOST_SCHEMES[set_name])]
     n_nodes = rng.choice([3, 3, 4])
@@ -476,7 +489,18 @@ ITER_RX = {
     "epoch_batch": re.compile(r"\[Batch (\d+)\] loss"),
     "megatron": re.compile(r"iteration\s+(\d+)/\s*\d+ \|"),
     "kv": re.compile(r"global_step=(\d+) train_loss"),
+    "tqdm": re.compile(r"\| *(\d+)/\d+ \["),
+    "tqdm_epoch": re.compile(r"Epoch (\d+): [^\r\n]*?\| *(\d+)/(\d+) \["),
 }
+
+
+def _bar_steps(rx: re.Pattern[str], text: str) -> list[int]:
+    """Steps a progress bar shows: its count, or epoch x batches per epoch + count."""
+    out = []
+    for m in rx.finditer(text):
+        g = m.groups()
+        out.append(int(g[0]) if len(g) == 1 else int(g[0]) * int(g[2]) + int(g[1]))
+    return out
 
 
 def check_case(case: Path) -> list[str]:
@@ -497,7 +521,7 @@ def check_case(case: Path) -> list[str]:
     if at is not None and truth["style"]["who"] != "global0":
         rx = ITER_RX[truth["style"]["iter_format"]]
         text = (case / "failed" / "logs" / f"{truth['faulty_nodes'][0]}.log").read_text(errors="replace")
-        its = [int(m.group(1)) for m in rx.finditer(text)]
+        its = _bar_steps(rx, text)
         last = max(its, default=0)
         if kind == "straggler":
             if last < at:

@@ -52,7 +52,13 @@ ITER_FORMATS = {
     "megatron": " iteration {it:8d}/{total:8d} | elapsed time per iteration (ms): {ms:.1f} | "
                 "learning rate: {lr:.3E} | lm loss: {loss:.6E} |",
     "kv": "global_step={it} train_loss={loss:.4f} samples_per_sec={sps:.1f}",
+    # progress bars (tqdm, as Hugging Face Trainer and PyTorch Lightning draw them): one
+    # over all steps, or one per epoch; a loss dict every LOG_EVERY steps, as Trainer logs
+    "tqdm": None,
+    "tqdm_epoch": None,
 }
+BARS = ("tqdm", "tqdm_epoch")
+LOG_EVERY = 10
 
 
 class Out:
@@ -229,6 +235,17 @@ def main() -> int:
     fmt = ITER_FORMATS[args.iter_format]
     it, epoch = 0, 0
     loader_iter = iter(loader)
+    bar = None
+    if talk and args.iter_format in BARS:
+        from tqdm import tqdm  # the real progress bar: "\r"-rewritten lines on stderr
+
+        def new_bar(ep: int):
+            if args.iter_format == "tqdm":
+                return tqdm(total=args.iters, file=sys.stderr, mininterval=0, ncols=100)
+            return tqdm(total=len(loader), file=sys.stderr, desc=f"Epoch {ep}", mininterval=0,
+                        ncols=110)
+
+        bar = new_bar(0)
     slow = 0.0
     while it < args.iters:
         it += 1
@@ -243,6 +260,9 @@ def main() -> int:
             epoch += 1
             loader_iter = iter(loader)
             x, y = next(loader_iter)
+            if bar is not None and args.iter_format == "tqdm_epoch":
+                bar.close()
+                bar = new_bar(epoch)
         if mine and fault == "nan" and it >= fault_at:
             x = x * float("nan")  # one rank's data goes bad
         loss = torch.nn.functional.mse_loss(ddp(x).squeeze(-1), y)
@@ -254,7 +274,14 @@ def main() -> int:
         opt.step()
         time.sleep(args.step_sleep + slow)
         ms = (time.perf_counter() - t0) * 1000
-        if talk:
+        if bar is not None:
+            bar.update(1)
+            bar.set_postfix(loss=f"{loss.item():.4f}", refresh=True)
+            if it % LOG_EVERY == 0:
+                bar.write(str({"loss": round(loss.item(), 4), "grad_norm": round(gn, 4),
+                               "learning_rate": 0.01, "epoch": round(it / len(loader), 2)}),
+                          file=sys.stdout)
+        elif talk:
             out.info(fmt.format(it=it, total=args.iters, loss=loss.item(), lr=0.01, ms=ms, gn=gn,
                                 ep=epoch + 1, sps=args.batch / max(ms, 1e-3) * 1000))
 
@@ -282,6 +309,8 @@ def main() -> int:
                 out.info(f"eval: iteration {it} val_loss={t.item() / world:.4f}")
 
     # ---- finalization
+    if bar is not None:
+        bar.close()
     if talk:
         out.info("training finished, saving final model")
     if local_rank == 0:
