@@ -90,7 +90,7 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
         for c, track in mk.items():
             if stages[c] not in (None, "training"):
                 continue  # save/eval counters, shard and dataset progress bars
-            seen = set(track.numbers.tolist())
+            seen = set(_counted(track).tolist())
             score[c] = max(score.get(c, 0), len(seen))
             values.setdefault(c, []).append(seen)
     for c, sets in values.items():
@@ -103,7 +103,7 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
             del score[c]
     if not score:
         return None
-    sampling = _samplers(values, score)
+    sampling = _samplers(values, score) | _echoes(job, score)
     # nor is a line that named a tenth of the steps another line counted, whatever its
     # words ("validate step: 5025" in a framework whose iteration line says "step: ")
     best = max(score.values())
@@ -134,6 +134,33 @@ def _samplers(values: dict[int, list[set]], score: dict[int, int]) -> set[int]:
         for d, (step_d, lo_d, hi_d) in shape.items():
             if (d != c and score[d] >= 3 * score[c] and 5 * step_d <= step
                     and lo_d <= hi and lo <= hi_d):
+                out.add(c)
+                break
+    return out
+
+
+def _echoes(job: ParsedJob, score: dict[int, int]) -> set[int]:
+    """Counters whose every line repeats the count another, denser counter printed last
+    on the same node: a log line that quotes the step (a progress bar glued to a loss line
+    by the launcher's tee, "validate step: 5025" after "step: 5025").  Sampling the step
+    does not make a line the step counter; the line it echoes is."""
+    out: set[int] = set()
+    for c in score:
+        for d in score:
+            if d == c or score[d] < 2 * score[c]:
+                continue
+            hits = total = 0
+            for mk in job.markers:
+                tc, td = mk.get(c), mk.get(d)
+                if tc is None or td is None or not len(td.positions):
+                    continue
+                order = np.argsort(td.positions, kind="stable")
+                dpos, dnum = td.positions[order], td.numbers[order]
+                k = np.searchsorted(dpos, tc.positions, side="right") - 1
+                ok = k >= 0
+                total += int(tc.numbers.size)
+                hits += int((dnum[k[ok]] == tc.numbers[ok]).sum())
+            if total >= 3 and hits >= 0.9 * total:
                 out.add(c)
                 break
     return out
@@ -194,7 +221,7 @@ def _durations(track) -> np.ndarray:
 
 def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
-    num = np.concatenate([np.zeros(0)] + [t.numbers for t in tracks])
+    num = np.concatenate([np.zeros(0)] + [_counted(t) for t in tracks])
     ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
     dur = np.concatenate([np.zeros(0)] + [_durations(t) for t in tracks])
     order = np.argsort(pos, kind="stable")
@@ -210,6 +237,21 @@ def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
         pos, num, ts, dur = pos[ahead], num[ahead], ts[ahead], dur[ahead]
     return pos, num, ts, dur
+
+
+def _counted(track) -> np.ndarray:
+    """A track's counts, with the periods a progress fraction started over added up
+    (``MarkerTrack.period``: "Epoch 2: 130/200" is step 2 x 200 + 130)."""
+    period = float(getattr(track, "period", 0.0) or 0.0)
+    num = track.numbers
+    if period <= 0 or num.size < 2:
+        return num
+    order = np.argsort(track.positions, kind="stable")
+    vals = num[order]
+    drop = np.concatenate(([False], np.nan_to_num(vals[1:]) < np.nan_to_num(vals[:-1])))
+    out = np.empty_like(num)
+    out[order] = vals + np.cumsum(drop) * period
+    return out
 
 
 def unwrap_periodic(num: np.ndarray) -> np.ndarray:

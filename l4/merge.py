@@ -198,7 +198,25 @@ def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.nda
 def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
     order = np.argsort(np.concatenate([a.lines, b.lines]), kind="stable")
     out = MarkerTrack(field_step=a.field_step, width=a.width,
-                      duration_field=a.duration_field or b.duration_field)
+                      duration_field=a.duration_field or b.duration_field,
+                      period=getattr(a, "period", 0.0) or getattr(b, "period", 0.0))
     for name in ("positions", "lines", "numbers", "ts", "durations"):
         setattr(out, name, np.concatenate([getattr(a, name), getattr(b, name)])[order])
+    if (a.field_step and b.field_step and a.field_step[0] != b.field_step[0]
+            and _drops(out.numbers) > 2 * max(_drops(a.numbers), _drops(b.numbers)) + 2):
+        # two line shapes that became one template count different numbers (a progress
+        # bar's epoch in one, its batch in the other: together they go back and forth);
+        # their numbers cannot be mixed, so the track that counts more keeps the column
+        return max((a, b), key=_counting_power)
     return out
+
+
+def _counting_power(t: MarkerTrack) -> tuple[bool, int]:
+    """A counter that starts over at a known total counts more than any plain one of the
+    same lines; otherwise the one with more distinct counts."""
+    return (float(getattr(t, "period", 0.0) or 0.0) > 0, int(np.unique(t.numbers).size))
+
+
+def _drops(num: np.ndarray) -> int:
+    """How often a sequence of counts goes back."""
+    return int((np.diff(num[~np.isnan(num)]) < 0).sum())

@@ -67,6 +67,9 @@ class MarkerTrack:
     field_step: tuple[int, float] | None = None  # which number counts, and by how much
     width: int = 0  # how many numbers each line carries
     duration_field: tuple[int, float] | None = None  # which number is a duration, its unit
+    # > 0: the counting field counts up to this total and starts over ("Epoch 2: 130/200"),
+    # so the steps are the periods added up (``l4.iterations``)
+    period: float = 0.0
     _blocks: list = field(default_factory=list, repr=False)
 
     def extend(self, positions, lines, numbers, ts, durations=None) -> None:
@@ -365,6 +368,10 @@ class _Scanner:
         """Make shape ``sid`` an iteration-marker track from its samples."""
         self.candidates.add(sid)
         track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
+        j = fs[0]
+        if j + 1 < track.width:
+            per = _periods([r[j] for r in rows], [r[j + 1] for r in rows])
+            track.period = per[1] if per else 0.0
         samples = self.samples.pop(sid)
         ts = [parse_ts(_decode(s[2])) for s in samples]
         if all(math.isnan(t) for t in ts):
@@ -531,6 +538,15 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         vals = [r[j] for r in rows]
         if any(v != v or v != int(v) for v in vals):
             continue
+        periods = _periods(vals, [r[j + 1] for r in rows] if j + 1 < width else None)
+        if periods is not None:
+            # a progress fraction that completes and starts over ("Epoch 2: 130/200"):
+            # each period is a counter of its own, and together they count the steps
+            d = periods[0]
+            distinct = sum(1 for i, v in enumerate(vals) if i == 0 or v != vals[i - 1])
+            if distinct > best_distinct:
+                best, best_distinct = (j, d), distinct
+            continue
         # ranks of one node print the same step in any order ("iter 6" of one rank before
         # "iter 5" of another): the counter is the envelope, and steps back stay small
         top, envelope, back = -math.inf, [], 0.0
@@ -551,6 +567,32 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
             if d > 0 and len(distinct) > best_distinct:
                 best, best_distinct = (j, d), len(distinct)
     return best
+
+
+def _periods(vals: list[float], nxt: list[float] | None) -> tuple[float, float] | None:
+    """(step, total) of a field that counts up to the constant field after it
+    ("130/200"), starts over and counts up again; None for anything else.  The constant
+    total that every finished period reached is what tells an epoch's progress from a rank
+    number that every rank prints in turn."""
+    if nxt is None or len(set(nxt)) != 1 or nxt[0] != nxt[0]:
+        return None
+    total = nxt[0]
+    resets = [i for i in range(1, len(vals)) if vals[i] < vals[i - 1]]
+    if not resets:
+        return None
+    bounds = [0, *resets, len(vals)]
+    ends, steps = set(), set()
+    for a, b in zip(bounds, bounds[1:], strict=False):
+        seg = vals[a:b]
+        if any(y < x for x, y in zip(seg, seg[1:], strict=False)):
+            return None
+        steps |= {y - x for x, y in zip(seg, seg[1:], strict=False) if y != x}
+        if b != len(vals):
+            ends.add(seg[-1])
+    if len(steps) != 1 or len(ends) != 1 or ends.pop() not in (total, total - 1):
+        return None
+    step = steps.pop()
+    return (step, total) if step > 0 else None
 
 
 def _may_still_count(rows: list[list[float]]) -> bool:

@@ -93,3 +93,39 @@ def test_a_job_with_a_progress_bar_per_epoch_gets_its_global_step(tmp_path, monk
     assert rep["stage"] == "training"
     # epochs 0 and 1 (200 steps each) and 130 steps of epoch 2 done: step 531 in progress
     assert any(abs(it["iteration"] - 531) <= 1 for it in rep["iterations"][:3]), rep["iterations"]
+
+
+def test_the_scanner_reads_a_fraction_that_starts_over_as_one_counter():
+    from l4.scan import step_field
+
+    # "Epoch e: p%| n/16": epoch, percent, batch, total; two epochs and a half
+    rows = [[e, round(100 * n / 16), n, 16] for e in range(3) for n in range(1, 17)][:40]
+    j, step = step_field(rows)
+    assert (j, step) == (2, 1)
+
+
+def test_a_rank_number_every_rank_prints_in_turn_is_no_fraction():
+    from l4.scan import step_field
+
+    # "[Rank r] iteration i": ranks 0..7 in turn, then the next iteration
+    rows = [[r, it] for it in range(1, 6) for r in range(8)]
+    assert step_field(rows) == (1, 1)
+
+
+def test_two_shapes_of_one_template_that_count_different_numbers_are_not_mixed():
+    from l4.merge import _merge_tracks
+    from l4.scan import MarkerTrack
+
+    def track(lines, nums, field, period=0.0):
+        t = MarkerTrack(field_step=(field, 1.0), width=4, period=period)
+        t.extend(lines, lines, nums, [np.nan] * len(lines))
+        return t.freeze()
+
+    batches = track(list(range(0, 80, 2)), [n for _ in range(3) for n in range(1, 17)][:40], 2, 16.0)
+    epochs = track(list(range(1, 80, 2)), [n // 16 for n in range(40)], 0)
+    got = _merge_tracks(batches, epochs)
+    assert got is batches
+    # the same counter in two shapes ("iteration 5" and "[rank 0] iteration 6") merges
+    a = track([0, 2, 4, 6], [1, 3, 5, 7], 0)
+    b = track([1, 3, 5, 7], [2, 4, 6, 8], 1)
+    assert _merge_tracks(a, b).numbers.tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
