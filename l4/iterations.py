@@ -42,6 +42,9 @@ class Counter:
     # node -> a clock for step durations where its lines carry none: the steps' own
     # printed durations, summed (``MarkerTrack.durations``)
     clocks: dict[int, np.ndarray] = field(default_factory=dict)
+    # node -> where each of its counts was printed first (the track keeps a count's last
+    # line; a progress bar redraws its last count when the process exits, after the failure)
+    firsts: dict[int, np.ndarray] = field(default_factory=dict)
 
     def clock(self, i: int) -> np.ndarray:
         """Per-line times of node ``i``'s counter lines for measuring step durations: the
@@ -60,16 +63,17 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
-    tracks, clocks = {}, {}
+    tracks, clocks, firsts = {}, {}, {}
     for i, mk in enumerate(job.markers):
         if any(c in mk for c in cols):
             pos, num, ts, dur = _joined([mk[c] for c in cols if c in mk])
             tracks[i] = (pos, num, ts)
+            firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
             if np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
                 clocks[i] = np.cumsum(np.nan_to_num(dur, nan=0.0))
     steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
-    return Counter(marker, cols, tracks, step, clocks)
+    return Counter(marker, cols, tracks, step, clocks, firsts)
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
@@ -237,6 +241,28 @@ def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
         pos, num, ts, dur = pos[ahead], num[ahead], ts[ahead], dur[ahead]
     return pos, num, ts, dur
+
+
+def _first_seen(tracks, num: np.ndarray, pos: np.ndarray) -> np.ndarray:
+    """For each count of a joined track, the position of its first line (its kept line
+    where that is the first)."""
+    allpos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
+    allnum = np.concatenate([np.zeros(0)] + [_counted(t) for t in tracks])
+    order = np.argsort(allpos, kind="stable")
+    allpos, allnum = allpos[order], unwrap_periodic(allnum[order])
+    ok = ~np.isnan(allnum)
+    vals, idx = np.unique(allnum[ok], return_index=True)
+    first_pos = allpos[ok][idx]
+    out = pos.copy()
+    hit = ~np.isnan(num)
+    k = np.searchsorted(vals, num[hit])
+    k = np.clip(k, 0, max(len(vals) - 1, 0))
+    if len(vals):
+        found = vals[k] == num[hit]
+        sub = out[hit]
+        sub[found] = np.minimum(sub[found], first_pos[k[found]])
+        out[hit] = sub
+    return out
 
 
 def _counted(track) -> np.ndarray:
@@ -539,6 +565,7 @@ def _own_progress(counter: Counter, r: int, pos: int) -> float | None:
     if r not in counter.tracks:
         return None
     tpos, tnum, _ = counter.tracks[r]
+    tpos = counter.firsts.get(r, tpos)
     done = tnum[tpos < pos]
     done = done[~np.isnan(done)]
     if done.size:
