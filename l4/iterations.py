@@ -24,6 +24,7 @@ from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.profiles import Profile
+from l4.scan import unwrap_counts
 
 WINDOW = 10
 
@@ -267,16 +268,15 @@ def _first_seen(tracks, num: np.ndarray, pos: np.ndarray) -> np.ndarray:
 
 def _counted(track) -> np.ndarray:
     """A track's counts, with the periods a progress fraction started over added up
-    (``MarkerTrack.period``: "Epoch 2: 130/200" is step 2 x 200 + 130)."""
+    (``MarkerTrack.period``: "Epoch 2: 130/200" is step 2 x 200 + 130; see
+    :func:`l4.scan.unwrap_counts`)."""
     period = float(getattr(track, "period", 0.0) or 0.0)
     num = track.numbers
     if period <= 0 or num.size < 2:
         return num
     order = np.argsort(track.positions, kind="stable")
-    vals = num[order]
-    drop = np.concatenate(([False], np.nan_to_num(vals[1:]) < np.nan_to_num(vals[:-1])))
     out = np.empty_like(num)
-    out[order] = vals + np.cumsum(drop) * period
+    out[order] = unwrap_counts(num[order].tolist(), period)
     return out
 
 

@@ -569,30 +569,54 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
     return best
 
 
+def unwrap_counts(vals: list[float], period: float) -> list[float]:
+    """Counts of a fraction that starts over every ``period`` steps, as steps: each count
+    is read as the step nearest to the furthest step seen so far (the count plus a whole
+    number of periods).  A bar that starts over moves on by a period; ranks of one node
+    drawing their own bars, a step or two apart and in any order, even across an epoch's
+    end, keep their own steps."""
+    out: list[float] = []
+    top = -math.inf
+    for v in vals:
+        if v != v:  # nan
+            out.append(v)
+            continue
+        g = v if top == -math.inf else v + period * max(0, round((top - v) / period))
+        out.append(g)
+        top = max(top, g)
+    return out
+
+
 def _periods(vals: list[float], nxt: list[float] | None) -> tuple[float, float] | None:
     """(step, total) of a field that counts up to the constant field after it
     ("130/200"), starts over and counts up again; None for anything else.  The constant
-    total that every finished period reached is what tells an epoch's progress from a rank
-    number that every rank prints in turn."""
-    if nxt is None or len(set(nxt)) != 1 or nxt[0] != nxt[0]:
+    total is the period, and the counts read as steps (:func:`unwrap_counts`) must
+    advance like a plain counter's, small steps back only where counts repeat (ranks of
+    one node drawing the same count).  The total is what tells an epoch's progress from a
+    rank number that every rank prints in turn."""
+    if nxt is None or len(set(nxt)) != 1 or nxt[0] != nxt[0] or nxt[0] < 3:
         return None
     total = nxt[0]
-    resets = [i for i in range(1, len(vals)) if vals[i] < vals[i - 1]]
-    if not resets:
+    if not any(vals[i - 1] - vals[i] > total / 2 for i in range(1, len(vals))):
+        return None  # never started over
+    steps = unwrap_counts(vals, total)
+    top, env, back = -math.inf, [], 0.0
+    for v in steps:
+        back = max(back, top - v)
+        top = max(top, v)
+        env.append(top)
+    diffs = [y - x for x, y in zip(env, env[1:], strict=False) if y != x]
+    if not diffs:
         return None
-    bounds = [0, *resets, len(vals)]
-    ends, steps = set(), set()
-    for a, b in zip(bounds, bounds[1:], strict=False):
-        seg = vals[a:b]
-        if any(y < x for x, y in zip(seg, seg[1:], strict=False)):
-            return None
-        steps |= {y - x for x, y in zip(seg, seg[1:], strict=False) if y != x}
-        if b != len(vals):
-            ends.add(seg[-1])
-    if len(steps) != 1 or len(ends) != 1 or ends.pop() not in (total, total - 1):
+    step = min(diffs)
+    # a count or two may be missing where another line shape drew them (a bar line that
+    # the launcher glued to a log line): the steps are the counter's step, mostly
+    if (step <= 0 or any(d > 3 * step or d % step for d in diffs)
+            or sum(d == step for d in diffs) < 0.8 * len(diffs)):
         return None
-    step = steps.pop()
-    return (step, total) if step > 0 else None
+    if back and not (back <= 2 * step and len(vals) >= 1.5 * len(set(vals))):
+        return None
+    return step, total
 
 
 def _may_still_count(rows: list[list[float]]) -> bool:

@@ -129,3 +129,20 @@ def test_two_shapes_of_one_template_that_count_different_numbers_are_not_mixed()
     a = track([0, 2, 4, 6], [1, 3, 5, 7], 0)
     b = track([1, 3, 5, 7], [2, 4, 6, 8], 1)
     assert _merge_tracks(a, b).numbers.tolist() == [1, 2, 3, 4, 5, 6, 7, 8]
+
+
+def test_ranks_drawing_their_own_bars_across_an_epoch_end_keep_their_steps():
+    from l4.iterations import _counted
+    from l4.scan import MarkerTrack, step_field
+
+    # two ranks of one node, one a step behind the other, bars of 8 per epoch
+    seq = []
+    for g in range(1, 21):
+        seq += [(g, (g - 1) % 8 + 1), (g - 1, (g - 2) % 8 + 1)] if g > 1 else [(1, 1)]
+    counts = [n for _, n in seq]
+    rows = [[n, 8] for n in counts]
+    assert step_field(rows[:40]) == (0, 1)
+    t = MarkerTrack(field_step=(0, 1.0), width=2, period=8.0)
+    t.extend(list(range(len(counts))), list(range(len(counts))), counts, [np.nan] * len(counts))
+    got = _counted(t.freeze())
+    assert got.tolist() == [float(g) for g, _ in seq]
