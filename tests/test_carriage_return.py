@@ -9,17 +9,15 @@ tqdm itself.
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from typer.testing import CliRunner
 
-from l4.cli import app
 from l4.ingest import MAX_LINE, ReadStats, read_blocks
+from tests.bar_jobs import diagnose_three_nodes
 
 tqdm = pytest.importorskip("tqdm").tqdm
 
@@ -97,15 +95,8 @@ def _node(path: Path, stop: int, role: str, total: int = 1000) -> None:
 
 def test_a_job_whose_only_counter_is_its_progress_bar_gets_its_iteration(tmp_path, monkeypatch):
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
-    for n, role in enumerate(["victim", "crash", "victim"]):
-        _node(tmp_path / "failed" / "logs" / f"node-{n}.log", 730, role)
-    for n in range(3):
-        _node(tmp_path / "base" / "logs" / f"node-{n}.log", 1000, "ok")
-    res = CliRunner().invoke(app, ["diagnose", str(tmp_path / "failed"), "-b",
-                                   str(tmp_path / "base"), "--no-prefect", "--no-kb",
-                                   "-f", "json"])
-    assert res.exit_code == 0, res.output
-    rep = json.loads(res.stdout)
+    rep = diagnose_three_nodes(tmp_path, lambda p, failed, role: _node(p, 730 if failed else 1000,
+                                                                       role))
     assert rep["nodes"][0]["node"] == "node-1"
     assert rep["stage"] == "training"
     # 730 steps done: the 731st was in progress (the redraw after the traceback is no step)

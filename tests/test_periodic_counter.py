@@ -8,15 +8,13 @@ scratch starts its counter over too, but not at a fixed point: that is not compo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
-from typer.testing import CliRunner
 
-from l4.cli import app
 from l4.iterations import unwrap_periodic
+from tests.bar_jobs import diagnose_three_nodes
 
 tqdm = pytest.importorskip("tqdm").tqdm
 
@@ -80,15 +78,8 @@ def _node(path: Path, stop_epoch: int, stop_batch: int, role: str, per: int = 20
 
 def test_a_job_with_a_progress_bar_per_epoch_gets_its_global_step(tmp_path, monkeypatch):
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
-    for n, role in enumerate(["victim", "crash", "victim"]):
-        _node(tmp_path / "failed" / "logs" / f"node-{n}.log", 2, 130, role)
-    for n in range(3):
-        _node(tmp_path / "base" / "logs" / f"node-{n}.log", 99, 0, "ok")
-    res = CliRunner().invoke(app, ["diagnose", str(tmp_path / "failed"), "-b",
-                                   str(tmp_path / "base"), "--no-prefect", "--no-kb",
-                                   "-f", "json"])
-    assert res.exit_code == 0, res.output
-    rep = json.loads(res.stdout)
+    rep = diagnose_three_nodes(tmp_path, lambda p, failed, role: _node(p, 2 if failed else 99,
+                                                                       130 if failed else 0, role))
     assert rep["nodes"][0]["node"] == "node-1"
     assert rep["stage"] == "training"
     # epochs 0 and 1 (200 steps each) and 130 steps of epoch 2 done: step 531 in progress
