@@ -164,6 +164,10 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
         if runner.stopping:  # asked to stop (SIGTERM, Ctrl-C)
             return
         why = server_problem()
+        if why is None and error is not None and _lost_the_server(error):
+            # the runner gave up polling during an outage, and the server was back by the
+            # time we asked: still an outage, not a reason to stop serving
+            why = f"the runner lost the server ({_leaf(error)})"
         if why is None:
             if error is not None:
                 raise error
@@ -175,6 +179,36 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
         say(f"l4 serve: the Prefect server is back after {time.monotonic() - t0:.0f} s; "
             "serving again")
         first = False
+
+
+def _leaves(exc: BaseException) -> list[BaseException]:
+    """The exceptions inside (nested) exception groups, each with its causes."""
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _leaves(sub)]
+    out, seen = [], set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        out.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return out
+
+
+def _lost_the_server(exc: BaseException) -> bool:
+    """Whether the runner stopped because it could not reach the server (connection
+    refused or reset, a websocket closed by a restart), not for a reason of its own."""
+    import httpx
+
+    for leaf in _leaves(exc):
+        if isinstance(leaf, httpx.TransportError | ConnectionError | TimeoutError):
+            return True
+        if type(leaf).__module__.startswith("websockets") and "Connection" in type(leaf).__name__:
+            return True
+    return False
+
+
+def _leaf(exc: BaseException) -> str:
+    leaf = _leaves(exc)[-1] if _leaves(exc) else exc
+    return f"{type(leaf).__name__}: {' '.join(str(leaf).split())[:120]}"
 
 
 class Watchdog(threading.Thread):
