@@ -50,9 +50,10 @@ EVENT_DECAY = 0.01  # later (less suspicious) report events weigh slightly less
 MAX_UNITS = 200
 # Rare-token evidence (hybrid pattern score), chosen on leave-one-source-out pattern top-1
 # and the silence on normal excerpts (benchmarks/kb_accuracy.py), never on held-out data.
-RARE_WEIGHT = 0.0  # bonus of saturated rare-token evidence (0: embedding and codes only)
+RARE_WEIGHT = 0.8  # bonus of saturated rare-token evidence (0: embedding and codes only)
 RARE_SCALE = 8.0  # summed IDF at which the evidence reaches 1 - 1/e
 RARE_BIGRAMS = False  # word pairs are tokens too
+RARE_WORDS = False  # plain words of the lines that state a fault are tokens too
 RARE_MIN_IDF = 2.5  # a token in more than N * exp(-RARE_MIN_IDF) patterns does not count
 
 # --- exact evidence: error codes ------------------------------------------------------------
@@ -168,7 +169,8 @@ _RARE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)*
 _RARE_STOP = frozenset(
     "the and for with from this that was are not has have had been into than then when while "
     "you your please see more use using can will may line file call error errors failed "
-    "failure warn warning info rank process int str none true false self return".split())
+    "failure warn warning info debug notice fatal critical rank process int str none true "
+    "false self return".split())
 
 
 _BIGRAM_WORD = re.compile(r"[a-z_]{3,}")
@@ -180,21 +182,46 @@ def rare_tokens(text: str) -> frozenset[str]:
     return _rare_tokens(text)
 
 
+def _identifier(tok: str) -> bool:
+    """An identifier, not a dictionary word: camelCase or CamelCase with an inner capital
+    (SafetensorError, cudaMemcpyAsync), snake_case (find_unused_parameters), dotted
+    (ProcessGroupNCCL.cpp) or an all-capitals name of 3+ letters (ENOSPC, NVRM).  Plain
+    words ('iteration', 'loss') are left to the embedding: normal training logs are full
+    of them, and the library's IDF cannot know that."""
+    if "_" in tok.strip("_") or "." in tok or ":" in tok:
+        return True
+    if len(tok) >= 3 and tok.isupper() and tok.isalpha():
+        return True
+    return any(c.isupper() for c in tok[1:]) and any(c.islower() for c in tok)
+
+
 @lru_cache(maxsize=65536)
 def _rare_tokens(text: str) -> frozenset[str]:
     out: set[str] = set()
     for m in _RARE_TOKEN.finditer(text):
-        whole = m.group(0).lower()
+        whole = m.group(0).strip("_.:")
         parts = [whole] + (re.split(r"[.:]", whole) if ("." in whole or ":" in whole) else [])
         for t in parts:
             t = t.strip("_")
-            if len(t) >= 3 and t not in _RARE_STOP:
-                out.add(t)
+            if len(t) >= 3 and t.lower() not in _RARE_STOP and _identifier(t):
+                out.add(t.lower())
     out.update("code:" + c for c in _extract_codes(text))
     if RARE_BIGRAMS:  # a shared phrase ('prior iteration') is rarer than its words
         words = [w for w in _BIGRAM_WORD.findall(text.lower()) if w not in _RARE_STOP]
         out.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
     return frozenset(out)
+
+
+_PLAIN_WORD = re.compile(r"(?<![\w.])[a-z]{4,}(?![\w.])")
+_FAULT_LINE = re.compile(r"error|exception|fail|fatal|abort|traceback|killed|timed out|timeout|"
+                         r"refused|cannot|can't|unable|denied|not found|no such|invalid", re.I)
+
+
+def rare_words(text: str) -> frozenset[str]:
+    """Plain lower-case words (4+ letters) of a text, prefixed 'w:'.  They count as rare
+    evidence only on lines that state a fault (``_FAULT_LINE``): progress lines of a
+    healthy job ('iteration', 'loss', 'grad norm') are full of words that few patterns use."""
+    return frozenset("w:" + w for w in _PLAIN_WORD.findall(text) if w not in _RARE_STOP)
 
 
 def rare_idf(token_sets: list[frozenset[str]]) -> dict[str, float]:
@@ -376,7 +403,10 @@ def _library(kb: Path | str | None, exclude: frozenset[str] = frozenset()) -> li
         codes = {c.upper() if not c.startswith("nccl") else c for c in p["codes"]}
         for ind in p["indicators"]:
             codes |= extract_codes(ind)
-        tokens = frozenset().union(*(rare_tokens(t) for t in [p["title"], *p["indicators"]]))
+        texts = [p["title"], *p["indicators"]]
+        tokens = frozenset().union(*(rare_tokens(t) for t in texts))
+        if RARE_WORDS:
+            tokens |= frozenset().union(*(rare_words(t) for t in p["indicators"]))
         out.append(_PatternInfo(p["id"], p["title"], p["category"], p["kind"], p["action"],
                                 p["indicators"], codes, p["requires_code"],
                                 tokens | {"code:" + c for c in codes}))
@@ -448,8 +478,12 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         u.plain = not u.codes and not _ERRORISH.search(u.text)
     sims, vecs = _similarities(units, kb, exclude)
     idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
-    query_tokens = frozenset().union(*(rare_tokens(u.text) for u in units if not u.plain)) \
-        if RARE_WEIGHT > 0 else frozenset()
+    query_tokens: frozenset[str] = frozenset()
+    if RARE_WEIGHT > 0:
+        query_tokens = frozenset().union(*(rare_tokens(u.text) for u in units if not u.plain))
+        if RARE_WORDS:
+            query_tokens |= frozenset().union(
+                *(rare_words(u.text) for u in units if _FAULT_LINE.search(u.text)))
 
     relevance = [0.0] * len(units)
     results = []
