@@ -564,7 +564,20 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             relevance[qi] += CODE_RELEVANCE
         # the culprit's own lines decide the job's category, not the victims' timeouts
         relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
-    return Match(out, _categories(model, units, vecs, relevance, best_by_cat))
+    return Match(out, _categories(model, units, vecs, relevance, best_by_cat,
+                                  neighbour_votes(results)))
+
+
+def neighbour_votes(results: list[tuple[float, _PatternInfo, list]]) -> dict[str, float]:
+    """A k-nearest-patterns vote on the category: the KNN_K best-scoring patterns (any
+    score, ranked as the matcher ranks them), each voting exp(KNN_SHARPNESS * score) for
+    its category, normalised to shares.  Unlike a suggestion it needs no threshold: a
+    new fault's nearest known faults usually belong to the same team."""
+    votes: dict[str, float] = {}
+    for score, p, _ in results[:KNN_K]:
+        votes[p.category] = votes.get(p.category, 0.0) + float(np.exp(KNN_SHARPNESS * score))
+    total = sum(votes.values())
+    return {k: v / total for k, v in votes.items()} if total > 0 else {}
 
 
 CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the category vote
@@ -574,16 +587,18 @@ CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the catego
 # all shift alike and the vote is unchanged.)
 ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
+KNN_K = 5  # nearest patterns that vote on the category (l4.category.KNN_WEIGHT mixes them in)
+KNN_SHARPNESS = 10.0  # how much a closer pattern's vote outweighs a farther one's
 
 
 def _categories(model: cat.CategoryModel | None, units: list[Unit], vecs, relevance: list[float],
-                best_by_cat: dict[str, float]) -> list[dict]:
+                best_by_cat: dict[str, float], knn: dict[str, float] | None = None) -> list[dict]:
     if model is None:  # empty library: no basis for any category, say so evenly
         return [{"category": k, "confidence": 0.25} for k in cat.CATEGORIES]
     if not units or vecs is None:
         return cat.predict(model, [], [], [], None)
     feats = [cat.exact_features(u.text, u.codes or extract_codes(u.text)) for u in units]
-    return cat.predict(model, vecs, feats, relevance, best_by_cat)
+    return cat.predict(model, vecs, feats, relevance, best_by_cat, knn)
 
 
 # --- the category classifier, trained on the library and confirmed diagnoses ----------------

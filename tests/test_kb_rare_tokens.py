@@ -11,6 +11,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -124,3 +125,24 @@ def test_training_progress_lines_stay_silent(kb: Path) -> None:
         "[rank0]:[titan] 2025-03-12 11:10:21,603 - root - WARNING - Dataset c4_test is being re-looped",
     ]
     assert rootcause.match_lines(lines, kb=kb) == []
+
+
+# --- the nearest patterns' vote on the category (evaluated, not adopted: KNN_WEIGHT 0) ---------
+
+
+def test_neighbour_votes_share_by_closeness_and_mix_only_when_weighted(monkeypatch: pytest.MonkeyPatch) -> None:
+    from l4 import category as cat
+    from l4.rootcause import _PatternInfo, neighbour_votes
+
+    def pat(pid: str, category: str) -> _PatternInfo:
+        return _PatternInfo(pid, pid, category, "cause", "", [], set(), False)
+
+    votes = neighbour_votes([(0.9, pat("a", "user"), []), (0.5, pat("b", "hardware"), []),
+                             (0.4, pat("c", "hardware"), [])])
+    assert abs(sum(votes.values()) - 1.0) < 1e-9 and votes["user"] > votes["hardware"] > 0
+    assert neighbour_votes([]) == {}
+    model = cat.CategoryModel(list(cat.CATEGORIES), [], np.zeros((4, 2)), np.array([0.0, 0.0, 0.1, 0.0]))
+    X = np.zeros((1, 2))
+    assert cat.predict(model, X, [frozenset()], [1.0], None, {"hardware": 1.0})[0]["category"] == "platform"
+    monkeypatch.setattr(cat, "KNN_WEIGHT", 0.5)
+    assert cat.predict(model, X, [frozenset()], [1.0], None, {"hardware": 1.0})[0]["category"] == "hardware"
