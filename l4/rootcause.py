@@ -165,7 +165,7 @@ def _norm_for_template(text: str) -> str:
 # configuration keys (NCCL_IB_HCA).  The embedding blurs them into "some CUDA/checkpoint
 # error"; an SRE's grep does not.  A token starts with a letter; dotted and path-like
 # names are kept whole and also split, so 'torch.distributed.elastic' matches 'elastic'.
-_RARE_TOKEN = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)*")
+_RARE_TOKEN = re.compile(r"(?<![\w/])[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)*(?![\w/])")
 _RARE_STOP = frozenset(
     "the and for with from this that was are not has have had been into than then when while "
     "you your please see more use using can will may line file call error errors failed "
@@ -184,14 +184,15 @@ def rare_tokens(text: str) -> frozenset[str]:
 
 def _identifier(tok: str) -> bool:
     """An identifier, not a dictionary word: camelCase or CamelCase with an inner capital
-    (SafetensorError, cudaMemcpyAsync), snake_case (find_unused_parameters), dotted
-    (ProcessGroupNCCL.cpp) or an all-capitals name of 3+ letters (ENOSPC, NVRM).  Plain
-    words ('iteration', 'loss') are left to the embedding: normal training logs are full
-    of them, and the library's IDF cannot know that."""
+    (SafetensorError, cudaMemcpyAsync), snake_case (find_unused_parameters) or dotted
+    (ProcessGroupNCCL.cpp).  Plain words ('iteration', 'loss') and capitalised ones
+    ('STEP', 'CANCELLED', 'PID') are left to the embedding: logs are full of them, and the
+    library's IDF cannot know that; errno names and codes come from extract_codes.  Parts
+    of a path (build/CMakeFiles/...) are not tokens either: they name where code was built."""
     if "_" in tok.strip("_") or "." in tok or ":" in tok:
         return True
-    if len(tok) >= 3 and tok.isupper() and tok.isalpha():
-        return True
+    if tok.isupper():
+        return False
     return any(c.isupper() for c in tok[1:]) and any(c.islower() for c in tok)
 
 
