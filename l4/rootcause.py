@@ -481,10 +481,15 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
     query_tokens: frozenset[str] = frozenset()
     if RARE_WEIGHT > 0:
-        query_tokens = frozenset().union(*(rare_tokens(u.text) for u in units if not u.plain))
+        # the victims' echoes (NCCL timeouts, resets) name ProcessGroupNCCL, WorkNCCL ...
+        # in every failed job: with the culprit's own lines at hand, only those count
+        culprit_known = any(u.role == "culprit" for u in units)
+        query_tokens = frozenset().union(*(rare_tokens(u.text) for u in units if not u.plain
+                                           and not (culprit_known and u.role == "symptom")))
         if RARE_WORDS:
             query_tokens |= frozenset().union(
-                *(rare_words(u.text) for u in units if _FAULT_LINE.search(u.text)))
+                *(rare_words(u.text) for u in units if _FAULT_LINE.search(u.text)
+                  and not (culprit_known and u.role == "symptom")))
 
     relevance = [0.0] * len(units)
     results = []
