@@ -26,6 +26,10 @@ guesses, so it is never silent):
    each time, ``python -m l4.cli``): median of 5 runs when every line is already in the
    knowledge base's embedding cache, and when every line is new (a fresh token per run).
 
+``--patterns-only`` runs the leave-one-source-out for pattern top-1 alone (the folds'
+classifiers are not fitted, so no category figures): how l4.rootcause's RARE_* constants
+of the hybrid pattern score were chosen, together with the silence on normal excerpts.
+
 ``--calibrate`` prints the threshold sweep on the NON-held-out failure excerpts vs the
 normal excerpts (how THRESHOLD was chosen); ``--sweep`` the classifier settings under
 leave-one-source-out (how l4.category's constants were chosen; never on held-out data).
