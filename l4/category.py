@@ -61,6 +61,7 @@ MATCH_GAMMA = 6.0  # weight of a suggested pattern's score for its category (pro
 LEXICAL_WEIGHT = 0.0  # size of a text's word block (0: words are not features)
 PATTERN_WEIGHT = 0.0  # > 0: each pattern's samples share this weight (0: one per sample)
 POOL = "mean"  # how a query's lines are combined: "mean" (arithmetic) or "geometric"
+KNN_WEIGHT = 0.0  # share of the nearest patterns' vote (l4.rootcause.neighbour_votes) in the mix
 
 _EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bexit(?:\s*code|code|_code|\s*status)\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
@@ -272,14 +273,17 @@ def train(samples: Sequence[Sample], *, c: float | None = None,
 
 
 def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterable[str]],
-            relevance: Sequence[float], match_scores: dict[str, float] | None = None) -> list[dict]:
+            relevance: Sequence[float], match_scores: dict[str, float] | None = None,
+            neighbours: dict[str, float] | None = None) -> list[dict]:
     """All four categories, most likely first: [{"category", "confidence"}, ...].
 
     ``relevance`` (one value per text, about 0..1) says how fault-like each text is; the
     texts' class probabilities are averaged with weights softmax(SHARPNESS * relevance).
     ``match_scores`` is the best score per category of the patterns the matcher suggests
     (at or above its threshold; a weaker match proved misleading for new faults); it
-    enters as exp(MATCH_GAMMA * score).  Without any text the training prior is returned.
+    enters as exp(MATCH_GAMMA * score).  ``neighbours`` (category shares of the nearest
+    library patterns, a kNN vote) is mixed in linearly with weight KNN_WEIGHT.  Without
+    any text the training prior is returned.
     """
     if len(features) == 0:
         probs = {k: model.prior.get(k, 0.25) for k in CATEGORIES}
@@ -299,6 +303,8 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
         probs = {k: 0.0 for k in CATEGORIES}
         for k, v in zip(model.classes_, mean, strict=True):
             probs[k] = float(v)
+    if neighbours and KNN_WEIGHT > 0:
+        probs = {k: (1.0 - KNN_WEIGHT) * v + KNN_WEIGHT * neighbours.get(k, 0.0) for k, v in probs.items()}
     # a category the classifier never saw still gets a small share, never exactly zero
     probs = {k: max(v, 1e-4) for k, v in probs.items()}
     if match_scores:

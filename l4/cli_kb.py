@@ -502,8 +502,8 @@ def kb_match(
         typer.echo(f"   {r['title']}")
         typer.echo(f"   action: {r['action']}")
         for e in r["evidence"]:
-            what = e.get("code") or e.get("indicator") or ""
-            typer.echo(f"   evidence ({e['kind']}): {str(what)[:100]}  <- {e['text'][:100]}")
+            what = e.get("code") or e.get("indicator") or ", ".join(e.get("tokens") or [])
+            typer.echo(f"   evidence ({e['kind']}): {str(what)[:100]}  <- {str(e.get('text', ''))[:100]}")
 
 
 def register(app: typer.Typer) -> None:

@@ -48,6 +48,13 @@ TEMPLATE_BONUS = 0.45  # bonus of an indicator matching literally (as a wildcard
 SYMPTOM_FACTOR = 0.90  # a cause with exact evidence outranks a symptom next to it
 EVENT_DECAY = 0.01  # later (less suspicious) report events weigh slightly less
 MAX_UNITS = 200
+# Rare-token evidence (hybrid pattern score), chosen on leave-one-source-out pattern top-1
+# and the silence on normal excerpts (benchmarks/kb_accuracy.py), never on held-out data.
+RARE_WEIGHT = 0.8  # bonus of saturated rare-token evidence (0: embedding and codes only)
+RARE_SCALE = 8.0  # summed IDF at which the evidence reaches 1 - 1/e
+RARE_BIGRAMS = False  # word pairs are tokens too
+RARE_WORDS = False  # plain words of the lines that state a fault are tokens too
+RARE_MIN_IDF = 2.5  # a token in more than N * exp(-RARE_MIN_IDF) patterns does not count
 
 # --- exact evidence: error codes ------------------------------------------------------------
 
@@ -149,6 +156,100 @@ def template_regex(indicator: str) -> re.Pattern[str] | None:
 
 def _norm_for_template(text: str) -> str:
     return " ".join(_tokens(mask_text(text)))
+
+
+# --- exact evidence: rare tokens ---------------------------------------------------------------
+
+# Identifiers that name one fault: error class names (SafetensorError, ncclSystemError),
+# errno names, function names (cudaMemcpyAsync), file names (ProcessGroupNCCL.cpp),
+# configuration keys (NCCL_IB_HCA).  The embedding blurs them into "some CUDA/checkpoint
+# error"; an SRE's grep does not.  A token starts with a letter; dotted and path-like
+# names are kept whole and also split, so 'torch.distributed.elastic' matches 'elastic'.
+_RARE_TOKEN = re.compile(r"(?<![\w/])[A-Za-z_][A-Za-z0-9_]*(?:[.:][A-Za-z_][A-Za-z0-9_]*)*(?![\w/])")
+_RARE_STOP = frozenset(
+    "the and for with from this that was are not has have had been into than then when while "
+    "you your please see more use using can will may line file call error errors failed "
+    "failure warn warning info debug notice fatal critical rank process int str none true "
+    "false self return".split())
+
+
+_BIGRAM_WORD = re.compile(r"[a-z_]{3,}")
+
+
+def rare_tokens(text: str) -> frozenset[str]:
+    """Lower-case identifier tokens of one text (no stop words, at least 3 characters);
+    the canonical error codes of the text are tokens too ('code:XID79')."""
+    return _rare_tokens(text)
+
+
+def _identifier(tok: str) -> bool:
+    """An identifier, not a dictionary word: camelCase or CamelCase with an inner capital
+    (SafetensorError, cudaMemcpyAsync), snake_case (find_unused_parameters) or dotted
+    (ProcessGroupNCCL.cpp).  Plain words ('iteration', 'loss') and capitalised ones
+    ('STEP', 'CANCELLED', 'PID') are left to the embedding: logs are full of them, and the
+    library's IDF cannot know that; errno names and codes come from extract_codes.  Parts
+    of a path (build/CMakeFiles/...) are not tokens either: they name where code was built."""
+    if "_" in tok.strip("_") or "." in tok or ":" in tok:
+        return True
+    if tok.isupper():
+        return False
+    return any(c.isupper() for c in tok[1:]) and any(c.islower() for c in tok)
+
+
+@lru_cache(maxsize=65536)
+def _rare_tokens(text: str) -> frozenset[str]:
+    out: set[str] = set()
+    for m in _RARE_TOKEN.finditer(text):
+        whole = m.group(0).strip("_.:")
+        parts = [whole] + (re.split(r"[.:]", whole) if ("." in whole or ":" in whole) else [])
+        for t in parts:
+            t = t.strip("_")
+            if len(t) >= 3 and t.lower() not in _RARE_STOP and _identifier(t):
+                out.add(t.lower())
+    out.update("code:" + c for c in _extract_codes(text))
+    if RARE_BIGRAMS:  # a shared phrase ('prior iteration') is rarer than its words
+        words = [w for w in _BIGRAM_WORD.findall(text.lower()) if w not in _RARE_STOP]
+        out.update(f"{a} {b}" for a, b in zip(words, words[1:], strict=False))
+    return frozenset(out)
+
+
+_PLAIN_WORD = re.compile(r"(?<![\w.])[a-z]{4,}(?![\w.])")
+_FAULT_LINE = re.compile(r"error|exception|fail|fatal|abort|traceback|killed|timed out|timeout|"
+                         r"refused|cannot|can't|unable|denied|not found|no such|invalid", re.I)
+
+
+def rare_words(text: str) -> frozenset[str]:
+    """Plain lower-case words (4+ letters) of a text, prefixed 'w:'.  They count as rare
+    evidence only on lines that state a fault (``_FAULT_LINE``): progress lines of a
+    healthy job ('iteration', 'loss', 'grad norm') are full of words that few patterns use."""
+    return frozenset("w:" + w for w in _PLAIN_WORD.findall(text) if w not in _RARE_STOP)
+
+
+def rare_idf(token_sets: list[frozenset[str]]) -> dict[str, float]:
+    """Inverse document frequency of each token over the library (one document per
+    pattern): log(N / df).  A token every pattern has weighs 0."""
+    n = len(token_sets)
+    df: dict[str, int] = {}
+    for ts in token_sets:
+        for t in ts:
+            df[t] = df.get(t, 0) + 1
+    return {t: float(np.log(n / d)) for t, d in df.items()}
+
+
+def rare_overlap(query: frozenset[str] | set[str], pattern: frozenset[str] | set[str],
+                 idf: dict[str, float]) -> tuple[float, list[str]]:
+    """Rare-token evidence in [0, 1) and the shared tokens, rarest first.
+
+    Only tokens rarer than RARE_MIN_IDF count (a word half the library uses says
+    nothing); the evidence grows with the summed IDF of the shared tokens, saturating
+    as 1 - exp(-sum / RARE_SCALE), so one identifier only a single pattern carries is
+    strong evidence and a few common-ish words are weak, however long the query."""
+    shared = [t for t in pattern & query if idf.get(t, 0.0) >= RARE_MIN_IDF]
+    if not shared:
+        return 0.0, []
+    shared.sort(key=lambda t: (-idf[t], t))
+    total = sum(idf[t] for t in shared)
+    return float(1.0 - np.exp(-total / RARE_SCALE)), shared
 
 
 # --- query units ------------------------------------------------------------------------------
@@ -292,6 +393,7 @@ class _PatternInfo:
     indicators: list[str]
     codes: set[str]
     requires_code: bool
+    tokens: frozenset[str] = frozenset()
 
 
 def _library(kb: Path | str | None, exclude: frozenset[str] = frozenset()) -> list[_PatternInfo]:
@@ -302,8 +404,13 @@ def _library(kb: Path | str | None, exclude: frozenset[str] = frozenset()) -> li
         codes = {c.upper() if not c.startswith("nccl") else c for c in p["codes"]}
         for ind in p["indicators"]:
             codes |= extract_codes(ind)
+        texts = [p["title"], *p["indicators"]]
+        tokens = frozenset().union(*(rare_tokens(t) for t in texts))
+        if RARE_WORDS:
+            tokens |= frozenset().union(*(rare_words(t) for t in p["indicators"]))
         out.append(_PatternInfo(p["id"], p["title"], p["category"], p["kind"], p["action"],
-                                p["indicators"], codes, p["requires_code"]))
+                                p["indicators"], codes, p["requires_code"],
+                                tokens | {"code:" + c for c in codes}))
     return out
 
 
@@ -371,6 +478,18 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         u.norm = _norm_for_template(u.text)
         u.plain = not u.codes and not _ERRORISH.search(u.text)
     sims, vecs = _similarities(units, kb, exclude)
+    idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
+    query_tokens: frozenset[str] = frozenset()
+    if RARE_WEIGHT > 0:
+        # the victims' echoes (NCCL timeouts, resets) name ProcessGroupNCCL, WorkNCCL ...
+        # in every failed job: with the culprit's own lines at hand, only those count
+        culprit_known = any(u.role == "culprit" for u in units)
+        query_tokens = frozenset().union(*(rare_tokens(u.text) for u in units if not u.plain
+                                           and not (culprit_known and u.role == "symptom")))
+        if RARE_WORDS:
+            query_tokens |= frozenset().union(
+                *(rare_words(u.text) for u in units if _FAULT_LINE.search(u.text)
+                  and not (culprit_known and u.role == "symptom")))
 
     relevance = [0.0] * len(units)
     results = []
@@ -418,7 +537,13 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             evidence.append({"kind": "embedding", "similarity": round(best_sem / SEM_SCALE, 4),
                              "indicator": best_ind, "event_id": best_unit.event_id,
                              "text": best_unit.text[:300]})
-        score = 1.0 - (1.0 - max(best_sem, 0.0)) * code_miss * (1.0 - (TEMPLATE_BONUS if tmpl_hit else 0.0))
+        rare, shared = rare_overlap(query_tokens, p.tokens, idf) if RARE_WEIGHT > 0 else (0.0, [])
+        if shared:
+            where = next((u for u in units if shared[0] in rare_tokens(u.text)), units[0])
+            evidence.append({"kind": "rare_tokens", "tokens": shared[:8], "strength": round(rare, 4),
+                             "event_id": where.event_id, "text": where.text[:300]})
+        score = 1.0 - (1.0 - max(best_sem, 0.0)) * code_miss * (1.0 - (TEMPLATE_BONUS if tmpl_hit else 0.0)) \
+            * (1.0 - RARE_WEIGHT * rare)
         if p.kind == "symptom":
             score *= SYMPTOM_FACTOR
         results.append((score, p, evidence))
@@ -445,7 +570,20 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             relevance[qi] += CODE_RELEVANCE
         # the culprit's own lines decide the job's category, not the victims' timeouts
         relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
-    return Match(out, _categories(model, units, vecs, relevance, best_by_cat))
+    return Match(out, _categories(model, units, vecs, relevance, best_by_cat,
+                                  neighbour_votes(results)))
+
+
+def neighbour_votes(results: list[tuple[float, _PatternInfo, list]]) -> dict[str, float]:
+    """A k-nearest-patterns vote on the category: the KNN_K best-scoring patterns (any
+    score, ranked as the matcher ranks them), each voting exp(KNN_SHARPNESS * score) for
+    its category, normalised to shares.  Unlike a suggestion it needs no threshold: a
+    new fault's nearest known faults usually belong to the same team."""
+    votes: dict[str, float] = {}
+    for score, p, _ in results[:KNN_K]:
+        votes[p.category] = votes.get(p.category, 0.0) + float(np.exp(KNN_SHARPNESS * score))
+    total = sum(votes.values())
+    return {k: v / total for k, v in votes.items()} if total > 0 else {}
 
 
 CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the category vote
@@ -455,16 +593,18 @@ CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the catego
 # all shift alike and the vote is unchanged.)
 ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
+KNN_K = 5  # nearest patterns that vote on the category (l4.category.KNN_WEIGHT mixes them in)
+KNN_SHARPNESS = 10.0  # how much a closer pattern's vote outweighs a farther one's
 
 
 def _categories(model: cat.CategoryModel | None, units: list[Unit], vecs, relevance: list[float],
-                best_by_cat: dict[str, float]) -> list[dict]:
+                best_by_cat: dict[str, float], knn: dict[str, float] | None = None) -> list[dict]:
     if model is None:  # empty library: no basis for any category, say so evenly
         return [{"category": k, "confidence": 0.25} for k in cat.CATEGORIES]
     if not units or vecs is None:
         return cat.predict(model, [], [], [], None)
     feats = [cat.exact_features(u.text, u.codes or extract_codes(u.text)) for u in units]
-    return cat.predict(model, vecs, feats, relevance, best_by_cat)
+    return cat.predict(model, vecs, feats, relevance, best_by_cat, knn)
 
 
 # --- the category classifier, trained on the library and confirmed diagnoses ----------------

@@ -139,7 +139,7 @@ def test_root_causes_follow_the_report_contract(kb: Path) -> None:
         assert {"pattern_id", "title", "category", "similarity", "action", "evidence"} <= set(r)
         assert r["category"] in kbstore.CATEGORIES
         assert rootcause.THRESHOLD <= r["similarity"] <= 1.0
-        assert all(e["kind"] in {"code", "template", "embedding"} for e in r["evidence"])
+        assert all(e["kind"] in {"code", "template", "embedding", "rare_tokens"} for e in r["evidence"])
     assert [r["similarity"] for r in res] == sorted((r["similarity"] for r in res), reverse=True)
     assert any(e.get("event_id") == "e7" for e in res[0]["evidence"])
 
