@@ -201,6 +201,10 @@ def _lost_the_server(exc: BaseException) -> bool:
     for leaf in _leaves(exc):
         if isinstance(leaf, httpx.TransportError | ConnectionError | TimeoutError):
             return True
+        # Prefect's service loops (the runner's poller among them) count only transport
+        # errors and 5xx answers, and give up with this after enough of them in a row
+        if isinstance(leaf, RuntimeError) and "exceeded error threshold" in str(leaf):
+            return True
         if type(leaf).__module__.startswith("websockets") and "Connection" in type(leaf).__name__:
             return True
     return False
