@@ -104,8 +104,10 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
     """Register the deployments and run their flow runs until interrupted (Ctrl-C, SIGTERM).
 
     ``warm``: each flow run is forked from a process that imported Prefect and the engine
-    once (:mod:`flows.servefork`) rather than spawned cold; ``L4_SERVE_WARM=0`` in
-    ``l4 serve`` turns it off.
+    once (:mod:`flows.servefork`) rather than spawned cold; ``l4 serve`` does so only
+    with ``L4_SERVE_WARM=1`` (opt-in: under a storm of 50 failures on a SQLite Prefect
+    server, faster flow runs made the server's own run-deployment action fail with 503
+    for one event in 55, and that failure got no diagnosis).
 
     Every automatic diagnosis also writes its HTML report next to the knowledge base
     (``reports/<diagnosis id>.html``) and links it from the flow run's artifacts.

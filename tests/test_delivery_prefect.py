@@ -290,7 +290,7 @@ def test_a_killed_run_is_retried_and_one_that_keeps_dying_shows_in_the_inbox(tmp
     ok = make_job(tmp_path / "jobs" / "crash-once", nodes=3, iterations=400)
     doomed = make_job(tmp_path / "jobs" / "crash-always", nodes=3, iterations=400)
     with prefect_server(home) as url:
-        env = _env(home, url, tmp_path, L4_CRASH_RETRIES="1")
+        env = _env(home, url, tmp_path, L4_CRASH_RETRIES="1", L4_SERVE_WARM="1")
         serve = Serve(env, tmp_path, "--no-match")
         try:
             _wait(lambda: _automations(url) >= 2, 120, "the triggers")
