@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from flows.events import FAILED, RESOURCE_PREFIX, SUCCEEDED
+from flows.reconcile import Reconciler
 
 DIAGNOSE_DEPLOYMENT = "on-failure"
 LEARN_DEPLOYMENT = "on-success"
@@ -104,10 +105,9 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
     """Register the deployments and run their flow runs until interrupted (Ctrl-C, SIGTERM).
 
     ``warm``: each flow run is forked from a process that imported Prefect and the engine
-    once (:mod:`flows.servefork`) rather than spawned cold; ``l4 serve`` does so only
-    with ``L4_SERVE_WARM=1`` (opt-in: under a storm of 50 failures on a SQLite Prefect
-    server, faster flow runs made the server's own run-deployment action fail with 503
-    for one event in 55, and that failure got no diagnosis).
+    once (:mod:`flows.servefork`) rather than spawned cold (``L4_SERVE_WARM=0``).  A
+    :class:`~flows.reconcile.Reconciler` makes the runs that the server's triggers did
+    not make (their action failed, or the event came before the triggers existed).
 
     Every automatic diagnosis also writes its HTML report next to the knowledge base
     (``reports/<diagnosis id>.html``) and links it from the flow run's artifacts.
@@ -152,18 +152,25 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
             install(runner, dict(zip(ids, (diagnose_job, learn_normal), strict=True)))
         if first:
             _starting_message(deployments)
+            # job events the server took but made no run for (its trigger's action failed,
+            # or no l4 serve had registered the triggers yet) get their runs (flows.reconcile)
+            reconciler = Reconciler({FAILED: (ids[0], DIAGNOSE_PARAMETERS),
+                                     SUCCEEDED: (ids[1], LEARN_PARAMETERS)}, say)
+            reconciler.start()
         error: BaseException | None = None
         watchdog = Watchdog(runner, ids[0], say)
         watchdog.start()
         try:
             asyncio.run(runner.start())
         except KeyboardInterrupt:
+            reconciler.stop.set()
             return
         except Exception as exc:  # noqa: BLE001 - decided below: outage or a real error
             error = exc
         finally:
             watchdog.stop.set()
         if runner.stopping:  # asked to stop (SIGTERM, Ctrl-C)
+            reconciler.stop.set()
             return
         why = server_problem()
         if why is None and error is not None and _lost_the_server(error):
@@ -171,6 +178,7 @@ def serve(*, limit: int | None = None, poll_seconds: float = 1.0, use_kb: bool =
             # time we asked: still an outage, not a reason to stop serving
             why = f"the runner lost the server ({_leaf(error)})"
         if why is None:
+            reconciler.stop.set()
             if error is not None:
                 raise error
             return

@@ -90,7 +90,7 @@ def serve(
     try:
         run(limit=limit, poll_seconds=poll, use_kb=not no_kb, match_root_causes=not no_match,
             on_ready=flush_spool,
-            warm=os.environ.get("L4_SERVE_WARM", "0").strip().lower() in ("1", "true", "yes"))
+            warm=os.environ.get("L4_SERVE_WARM", "1").strip().lower() in ("1", "true", "yes"))
     except Exception as exc:  # noqa: BLE001 - one line, not a traceback (server outages are
         # waited out inside; this is anything else that stopped Prefect's runner)
         _fail(f"l4 serve stopped: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}",

@@ -101,19 +101,28 @@ def test_events_sent_while_the_server_is_down_are_diagnosed_once_it_is_back(tmp_
     spooled_ids = [json.loads(f.read_text())[0]["id"] for f in sorted(spool.glob("*.json"))]
 
     kb = tmp_path / "kb.duckdb"
+    c = make_job(tmp_path / "jobs" / "before-serve", nodes=3, iterations=30, culprit=2)
     with prefect_server(home, port=port):
-        serve = Serve(env, tmp_path, "--no-match")
+        # the server is back, but no l4 serve has registered the triggers yet: the server
+        # takes this event (from an emitter on another host, with no spool here) and makes
+        # no run for it; l4 serve makes it when it starts
+        from flows.events import complete, job_event, post
+
+        post(complete(job_event("failed", c)), url)
+        serve = Serve({**env, "L4_RECONCILE_GRACE": "40"}, tmp_path, "--no-match")
         try:
             t0 = time.monotonic()
-            diags = _wait(lambda: (d := _diagnoses(kb)) and len(d) >= 2 and d, 300,
-                          "the spooled failures to be diagnosed")
+            diags = _wait(lambda: (d := _diagnoses(kb)) and len(d) >= 3 and d, 300,
+                          "the spooled failures and the one before l4 serve to be diagnosed")
             print(f"\n[spooled events diagnosed {time.monotonic() - t0:.1f} s after l4 serve started]")
-            _wait(lambda: (r := _runs(url)) and len(r) == 3 and all(x.state.is_final() for x in r),
-                  120, "all three runs to finish")
+            _wait(lambda: (r := _runs(url)) and len(r) == 4 and all(x.state.is_final() for x in r),
+                  120, "all four runs to finish")
             assert not list(spool.glob("*.json")), "re-sent files must be deleted"
             assert "re-sent 3 spooled event(s)" in serve.text()
+            assert "1 job event(s) had no flow run" in serve.text(), serve.text()[-3000:]
+            assert [r.name for r in _runs(url) if "l4-reconciled" in r.tags] == ["diagnose before-serve"]
             # the server took them oldest first (the order they were spooled in)
-            assert [e["id"] for e in _received(url)] == spooled_ids
+            assert [e["id"] for e in _received(url)][1:] == spooled_ids
 
             # duplicate deliveries now, with the server up: still one diagnosis per failure
             res = _emit(env, "failed", str(a))
@@ -126,16 +135,18 @@ def test_events_sent_while_the_server_is_down_are_diagnosed_once_it_is_back(tmp_
                      "L4_JOB_DIR_PATTERN": str(b), "L4_EPILOG_LOG": str(log),
                      "L4_EPILOG_ENV": str(tmp_path / "none.env")})
             assert res.returncode == 0 and "event sent" in log.read_text(), log.read_text()
-            _wait(lambda: (r := _runs(url)) and len(r) == 5 and all(x.state.is_final() for x in r),
+            _wait(lambda: (r := _runs(url)) and len(r) == 6 and all(x.state.is_final() for x in r),
                   180, "the duplicates' runs to finish")
             assert all(r.state.is_completed() for r in _runs(url))
         finally:
             serve.close()
     diags = _diagnoses(kb)
-    assert sorted(d["job_id"] for d in diags) == ["outage-a", "outage-b"]
-    assert len({d["failure_key"] for d in diags}) == 2
-    print(f"[outage: 5 events sent (3 spooled), 2 failures, {len(diags)} diagnoses stored, "
-          "0 lost, 0 duplicates]")
+    assert sorted(d["job_id"] for d in diags) == ["before-serve", "outage-a", "outage-b"]
+    assert len({d["failure_key"] for d in diags}) == 3
+    culprit = next(d for d in diags if d["job_id"] == "before-serve")["report"]["nodes"][0]
+    assert culprit["node"] == "node-02", culprit
+    print(f"[outage: 6 events sent (3 spooled, 1 before l4 serve), 3 failures, {len(diags)} "
+          "diagnoses stored, 0 lost, 0 duplicates]")
 
 
 def _received(url: str) -> list[dict]:
