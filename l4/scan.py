@@ -533,7 +533,7 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         return None
     width = min(len(r) for r in rows)
     best: tuple[int, float] | None = None
-    best_distinct = 0
+    best_key = (0, -math.inf)  # (distinct values, -step): the most steps, then the finest
     for j in range(width):
         vals = [r[j] for r in rows]
         if any(v != v or v != int(v) for v in vals):
@@ -544,8 +544,8 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
             # each period is a counter of its own, and together they count the steps
             d = periods[0]
             distinct = sum(1 for i, v in enumerate(vals) if i == 0 or v != vals[i - 1])
-            if distinct > best_distinct:
-                best, best_distinct = (j, d), distinct
+            if (distinct, -d) > best_key:
+                best, best_key = (j, d), (distinct, -d)
             continue
         # ranks of one node print the same step in any order ("iter 6" of one rank before
         # "iter 5" of another): the counter is the envelope, and steps back stay small
@@ -563,9 +563,10 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         jitter_ok = back == 0 or (back <= 2 * next(iter(diffs)) and len(vals) >= 1.5 * len(set(vals)))
         if len(diffs) == 1 and jitter_ok:
             d = diffs.pop()
-            # the finest counter wins: a progress bar's percentage also creeps up by one
-            if d > 0 and len(distinct) > best_distinct:
-                best, best_distinct = (j, d), len(distinct)
+            # the finest counter wins: a progress bar's percentage also creeps up by one,
+            # and on a bar of 50 steps it moves by 2 at every step its count moves by 1
+            if d > 0 and (len(distinct), -d) > best_key:
+                best, best_key = (j, d), (len(distinct), -d)
     return best
 
 

@@ -95,6 +95,18 @@ def test_the_scanner_reads_a_fraction_that_starts_over_as_one_counter():
     assert (j, step) == (2, 1)
 
 
+def test_a_bar_s_percentage_that_steps_evenly_is_not_its_count():
+    from l4.scan import step_field
+
+    # "Epoch 0: p%| n/50" in the first epoch: the percentage moves by 2 at every step,
+    # as evenly as the count, and as many times; the count is the finer counter
+    rows = [[0, 2 * n, n, 50] for n in range(1, 12)]
+    assert step_field(rows) == (2, 1)
+    # and past the epoch's end, the fraction's periods still win
+    rows = [[n // 50, 2 * (n % 50), n % 50, 50] for n in range(40, 75)]
+    assert step_field(rows)[0] == 2
+
+
 def test_a_rank_number_every_rank_prints_in_turn_is_no_fraction():
     from l4.scan import step_field
 

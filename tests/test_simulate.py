@@ -27,11 +27,15 @@ def printed_iterations(job: Path, truth: dict) -> list[int]:
     """Iteration numbers the job printed, read the way its dialect words them."""
     style = truth["style"]["iter_line"]
     pattern = NATIVE_ITER[truth["framework"]] if style == "native" else V.progress_pattern(style)
-    if truth["framework"] == "hf":  # the progress bar is printed whatever the script's own lines
+    if truth["framework"] == "hf" and style != "epoch_bar":  # Trainer's bar, whatever the script's lines
         pattern = NATIVE_ITER["hf"]
     out = []
     for p in node_files(job).values():
-        out += [int(x) for x in re.findall(pattern, "\n".join(read_lines(p)))]
+        found = re.findall(pattern, "\n".join(read_lines(p)))
+        if style == "epoch_bar":  # (epoch, step in it, steps per epoch): the global step
+            out += [int(e) * int(n) + int(k) for e, k, n in found]
+        else:
+            out += [int(x) for x in found]
     return out
 
 
@@ -212,6 +216,33 @@ def test_every_progress_wording_keeps_the_iteration_exact(tmp_path, iter_style, 
         assert_truthful(tmp_path / str(seed), truth)
         return
     pytest.skip("no training-stage case among the seeds tried")
+
+
+@pytest.mark.parametrize("framework", ["megatron", "hf"])
+def test_an_epoch_bar_counts_global_steps_and_l4_reads_them(tmp_path, framework):
+    """A tqdm bar per epoch whose count starts over: the truth stays the global step,
+    the bar's counts add up to it, and the engine finds it from the bar alone."""
+    from l4 import engine
+
+    d = V.Dialect(ts="epoch_ts", level="glog", iter_style="step", progress_who="last",
+                  bar_epoch=12)
+    for seed in range(6, 40):
+        case = tmp_path / str(seed)
+        truth = simulate_case(case, seed, framework=framework, fault="segfault", n_nodes=3,
+                              iterations=60, n_baselines=1, dialect=d)
+        if truth["stage"] != "training" or truth["style"]["iter_line"] != "epoch_bar":
+            continue
+        printed = printed_iterations(case / "failed", truth)
+        assert printed and max(printed) == truth["iteration"] - 1 and max(printed) > 12
+        bars = [ln for p in node_files(case / "failed").values() for ln in read_lines(p)
+                if re.search(V.EPOCH_BAR, ln)]
+        assert any(" 1/12 [" in ln for ln in bars[1:])  # it starts over
+        assert_truthful(case, truth)
+        rep = engine.diagnose(case / "failed", baselines=sorted(case.glob("baseline-*")),
+                              store_path=False)
+        assert abs(rep["iterations"][0]["iteration"] - truth["iteration"]) <= 1, rep["iterations"][:3]
+        return
+    pytest.skip("no fresh training-stage case among the seeds tried")
 
 
 def _one_framework(fault: str) -> str:

@@ -46,6 +46,9 @@ class Dialect:
     rpn: int | None = None  # ranks per node, when the dialect overrides the configuration
     paraphrase: dict[str, int] = field(default_factory=dict)  # template id -> variant (1..)
     script_file: str = "train.py"
+    # a tqdm bar per epoch of this many steps instead of the script's progress line (0: none);
+    # its count starts over every epoch, as Lightning's and many scripts' bars do
+    bar_epoch: int = 0
 
     def record(self) -> dict:
         """What ``truth.json`` keeps under ``style``."""
@@ -59,6 +62,8 @@ def pick_dialect(seed: int, tag: str, *, framework: str, launcher: str, platform
                  n_world_max: int) -> Dialect:
     """Draw a dialect for one job from ``(seed, tag)`` (deterministic, own stream)."""
     rng = random.Random(zlib.crc32(f"l4-dialect-{seed}-{tag}".encode()))
+    # drawn from a stream of its own, so that adding it left every other draw as it was
+    bars = random.Random(zlib.crc32(f"l4-bar-{seed}-{tag}".encode()))
     d = Dialect()
     if rng.random() < 0.2:  # some jobs keep every framework default
         d.host_scheme = rng.choice(HOST_SCHEMES)
@@ -85,6 +90,8 @@ def pick_dialect(seed: int, tag: str, *, framework: str, launcher: str, platform
         d.rpn = rng.choice((1, 2, 4, 8, 16))
     d.paraphrase = {k: rng.randrange(1, len(v) + 1) for k, v in PARAPHRASES.items() if rng.random() < 0.6}
     d.script_file = rng.choice(("train.py", "pretrain.py", "run.py", "main.py", "finetune.py"))
+    if d.iter_style != "native" and bars.random() < 0.3:
+        d.bar_epoch = bars.choice((8, 12, 16, 25, 50))
     return d
 
 
@@ -259,8 +266,34 @@ def progress_body(style: str, it: int, last: int, loss: float, lr: float, secs: 
     return f"global_step={it}, loss={loss:.4f}, lr={lr:.3e}, step_time={secs:.3f}"
 
 
+def epoch_bar(it: int, steps: int, elapsed: float, per: float, loss: float) -> str:
+    """tqdm's line for global step ``it`` (1-based) on a bar of ``steps`` per epoch, as
+    ``tqdm(loader, desc=f"Epoch {e}")`` with a loss postfix draws it under ``--tee``."""
+    epoch, k = divmod(it - 1, steps)
+    k += 1
+    pct = int(100 * k / steps)
+    filled = int(10 * k / steps)
+    bar = "█" * filled + " " * (10 - filled)
+    remain = max(0.0, (steps - k) * per)
+    rate = f"{1 / per:.2f}it/s" if per < 1 else f"{per:.2f}s/it"
+    return (f"Epoch {epoch}: {pct:3d}%|{bar}| {k}/{steps} [{_mmss(elapsed)}<{_mmss(remain)}, "
+            f"{rate}, loss={loss:.3g}]")
+
+
+def _mmss(sec: float) -> str:
+    m, s = divmod(int(sec), 60)
+    h, m = divmod(m, 60)
+    return f"{h}:{m:02d}:{s:02d}" if h else f"{m:02d}:{s:02d}"
+
+
+EPOCH_BAR = r"Epoch (\d+): +\d+%\|.{10}\| (\d+)/(\d+) \["
+
+
 def progress_pattern(style: str) -> str:
-    """A regex whose group 1 is the printed iteration number (for tests and tools)."""
+    """A regex whose group 1 is the printed iteration number (for tests and tools); for
+    ``epoch_bar``, :data:`EPOCH_BAR` (epoch, step in it, steps per epoch)."""
+    if style == "epoch_bar":
+        return EPOCH_BAR
     return {"iteration": r"iteration (\d+)/\d+ \| loss", "step": r"step (\d+) \| loss:",
             "epoch_batch": r"\[Epoch 0\]\[Batch (\d+)/", "it_eq": r"\bit=(\d+) loss=",
             "global_step": r"global_step=(\d+), loss="}[style]

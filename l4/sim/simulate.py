@@ -285,6 +285,20 @@ def _iter_style(plan: JobPlan) -> str:
     return "native"
 
 
+def _bar_epoch(plan: JobPlan) -> int:
+    """Steps per epoch of the job's tqdm bar, 0 without one.  A resumed job's bar would
+    start mid-epoch at a step its log never states, so only fresh jobs draw epoch bars
+    (the truth's iteration stays the global step)."""
+    if _iter_style(plan) == "native" or plan.start_iter:
+        return 0
+    return plan.dialect.bar_epoch
+
+
+def _iter_line(plan: JobPlan) -> str:
+    """What ``truth.json`` calls the job's progress line."""
+    return "epoch_bar" if _bar_epoch(plan) else _iter_style(plan)
+
+
 def _hosts(rng: random.Random, scheme: str, n: int, tag: str) -> list[str]:
     base = rng.randint(0, 400)
     step = rng.choice((1, 1, 1, 2))
@@ -682,6 +696,9 @@ class _Renderer:
         self.dialect = plan.dialect
         st = self.style
         self.iter_style = _iter_style(plan)
+        # a resumed job's bar would start mid-epoch at a step the log never states: only
+        # fresh jobs draw epoch bars (the truth's iteration stays the global step)
+        self.bar_epoch = _bar_epoch(plan)
         self._lines_cache: dict[str, list[tuple[str, str]]] = {}
         self.n = len(plan.hosts)
         self.rpn = st.rpn
@@ -1070,9 +1087,13 @@ class _Renderer:
         if not ranks:
             return []
         tt = t1 + 0.015
+        d = self.dialect
+        if self.bar_epoch:  # tqdm writes its bar raw to stderr: no logging header
+            bar = V.epoch_bar(it, self.bar_epoch, t1 - self.tl.iters[0][1], t1 - t0, self._loss(it))
+            lines = [fast.pfx(lr, tt) + bar for lr in ranks]
+            return [(tt, "\n".join(lines), len(lines), None)]
         body = V.progress_body(self.iter_style, it, self.last_iter, self._loss(it),
                                3e-4 * min(1.0, it / 200.0), t1 - t0)
-        d = self.dialect
         lines = [fast.pfx(lr, tt) + V.header(d, tt + fast.skew + k * 1e-4, "INFO", self.rf[node][lr]["pid"], 214)
                  + body for k, lr in enumerate(ranks)]
         return [(tt, "\n".join(lines), len(lines), None)]
@@ -1214,6 +1235,8 @@ class _Renderer:
         return out
 
     def _iter_hf(self, node: int, it: int, t0: float, t1: float, rng: random.Random, fast: _Fast) -> list:
+        if self.bar_epoch:  # the script's own epoch bar (``_progress``) instead of Trainer's
+            return []
         per = t1 - t0
         tt = t1 + 0.01
         if node == 0:
@@ -2045,7 +2068,7 @@ def simulate_case(out: Path, seed: int, *, framework: str | None = None, n_nodes
         "baselines": [f"baseline-{j}" for j in range(len(baselines))],
         "style": {"launcher": failed.style.launcher, "prefix": failed.style.prefix,
                   "platform": failed.style.platform, "ranks_per_node": failed.style.rpn,
-                  "host_scheme": _scheme_of(failed), "iter_line": _iter_style(failed),
+                  "host_scheme": _scheme_of(failed), "iter_line": _iter_line(failed),
                   "dialect": failed.dialect.record(),
                   "baselines_same_dialect": [b.dialect is failed.dialect for b in baselines],
                   "baseline_dialects": [b.dialect.record() for b in baselines]},
