@@ -92,8 +92,10 @@ def phase_ended(job: ParsedJob, counter: Counter | None, i: int, col: int,
     One rank announces saves and evaluations, often another prints the iterations, and the
     line that ends a phase has whatever wording a framework gives it.  Collectives keep
     ranks in step, so a phase that is still running holds every rank's counter still: two
-    more iterations completed after the announcement mean it was over.  By the clock, with room for skew between nodes; when the announcement carries no time, by
-    the iteration it names (its largest number, when the counter printed that number).
+    more iterations completed after the announcement mean it was over.  By the clock,
+    with room for skew between nodes; when the announcement carries no time, by the
+    iteration it names: the largest of its numbers that the counter printed (its loss,
+    perplexity and their digits after the point are no steps the job counted).
     """
     if counter is None or not counter.tracks:
         return False
@@ -104,9 +106,9 @@ def phase_ended(job: ParsedJob, counter: Counter | None, i: int, col: int,
         nums = digit_runs(text or "")
         if not nums or current is None or math.isnan(current):
             return False
-        named = max(nums)
-        printed = any((num == named).any() for _, num, _ in counter.tracks.values())
-        return printed and named <= current - 2 * step
+        steps = [n for n in set(nums)
+                 if any((num == n).any() for _, num, _ in counter.tracks.values())]
+        return bool(steps) and max(steps) <= current - 2 * step
     later: set[float] = set()
     for _, num, ts in counter.tracks.values():
         ok = ~np.isnan(num) & ~np.isnan(ts) & (ts > ts_a + _SKEW)
