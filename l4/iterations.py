@@ -272,12 +272,31 @@ def _counted(track) -> np.ndarray:
     :func:`l4.scan.unwrap_counts`)."""
     period = float(getattr(track, "period", 0.0) or 0.0)
     num = track.numbers
-    if period <= 0 or num.size < 2:
+    if num.size < 2:
         return num
     order = np.argsort(track.positions, kind="stable")
+    if period <= 0:
+        # a fraction whose samples did not start over yet ("k/50", first epoch): a period
+        # when it later starts over where an epoch does, near its total and back to the
+        # start (a job restarted from scratch starts over from wherever it stopped)
+        total = float(getattr(track, "total", 0.0) or 0.0)
+        if not (total > 0 and _epochs_end_at(num[order], total)):
+            return num
+        period = total
     out = np.empty_like(num)
     out[order] = unwrap_counts(num[order].tolist(), period)
     return out
+
+
+def _epochs_end_at(seq: np.ndarray, total: float) -> bool:
+    """Whether counts never past ``total`` start over, each time from near the total
+    (a bar drawn every few steps may skip its last counts) to near the start."""
+    seq = seq[~np.isnan(seq)]
+    if seq.size < 2 or seq.max() > total:
+        return False
+    drops = np.nonzero(np.diff(seq) < -total / 2)[0]
+    return bool(drops.size) and bool(((seq[drops] >= 0.8 * total)
+                                      & (seq[drops + 1] <= 0.2 * total)).all())
 
 
 def unwrap_periodic(num: np.ndarray) -> np.ndarray:

@@ -199,7 +199,8 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
     order = np.argsort(np.concatenate([a.lines, b.lines]), kind="stable")
     out = MarkerTrack(field_step=a.field_step, width=a.width,
                       duration_field=a.duration_field or b.duration_field,
-                      period=getattr(a, "period", 0.0) or getattr(b, "period", 0.0))
+                      period=getattr(a, "period", 0.0) or getattr(b, "period", 0.0),
+                      total=getattr(a, "total", 0.0) or getattr(b, "total", 0.0))
     for name in ("positions", "lines", "numbers", "ts", "durations"):
         setattr(out, name, np.concatenate([getattr(a, name), getattr(b, name)])[order])
     if (a.field_step and b.field_step and a.field_step[0] != b.field_step[0]

@@ -70,6 +70,10 @@ class MarkerTrack:
     # > 0: the counting field counts up to this total and starts over ("Epoch 2: 130/200"),
     # so the steps are the periods added up (``l4.iterations``)
     period: float = 0.0
+    # > 0: the constant number after the counting field in the samples ("130/200"), when
+    # they showed no start-over yet (an epoch of 50 steps outlasts them): the counts are
+    # the periods added up if they start over later (``l4.iterations._counted``)
+    total: float = 0.0
     _blocks: list = field(default_factory=list, repr=False)
 
     def extend(self, positions, lines, numbers, ts, durations=None) -> None:
@@ -370,8 +374,12 @@ class _Scanner:
         track = MarkerTrack(field_step=fs, width=min(len(r) for r in rows))
         j = fs[0]
         if j + 1 < track.width:
-            per = _periods([r[j] for r in rows], [r[j + 1] for r in rows])
+            nxt = [r[j + 1] for r in rows]
+            per = _periods([r[j] for r in rows], nxt)
             track.period = per[1] if per else 0.0
+            if (not per and len(set(nxt)) == 1 and nxt[0] >= 3
+                    and all(r[j] <= nxt[0] for r in rows)):
+                track.total = nxt[0]
         samples = self.samples.pop(sid)
         ts = [parse_ts(_decode(s[2])) for s in samples]
         if all(math.isnan(t) for t in ts):

@@ -288,7 +288,9 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
     "saving checkpoint at iteration 100" after "iteration 100/..." means the job was saving
     when it died, unless the same node then printed a line that ends the phase ("successfully
     saved ...").  Compared by line order on one node, so clock skew cannot reorder them.
-    Evaluation comes first: frameworks evaluate, then save, after the same iteration.
+    Evaluation comes first: frameworks evaluate, then save, after the same iteration; a
+    save that the same node announced after that evaluation (in whatever words, naming
+    the iteration or not) means the evaluation was over and the save under way.
     """
     if last_done is None or math.isnan(last_done) or last_done <= 0:
         return None
@@ -303,8 +305,23 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
                     continue
                 started = job.last_line[i, c]
                 if not any(job.last_line[i, rc] > started for rc in resume):
+                    if phase == "evaluation" and _saving_after(job, stages, resume, i, started):
+                        return "checkpointing"
                     return phase
     return None
+
+
+def _saving_after(job: ParsedJob, stages: list[str | None], resume: list[int], i: int,
+                  line: int) -> bool:
+    """Did node ``i`` announce a save after its line ``line``, one that nothing on that
+    node shows to have ended?"""
+    for c, st in enumerate(stages):
+        if st != "checkpointing" or job.counts[i, c] == 0:
+            continue
+        at = job.last_line[i, c]
+        if at > line and not any(job.last_line[i, rc] > at for rc in resume):
+            return True
+    return False
 
 
 def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float) -> str | None:

@@ -149,3 +149,33 @@ def test_ranks_drawing_their_own_bars_across_an_epoch_end_keep_their_steps():
     t.extend(list(range(len(counts))), list(range(len(counts))), counts, [np.nan] * len(counts))
     got = _counted(t.freeze())
     assert got.tolist() == [float(g) for g, _ in seq]
+
+
+def test_one_epoch_ended_is_enough_when_the_bar_states_its_total(tmp_path, monkeypatch):
+    """The scanner promotes a counter after a few lines, long before a bar of 50 steps
+    starts over; one epoch that ended at its stated total is then enough (no second,
+    equal period needed): 50 steps of epoch 0 and 33 of epoch 1 done, step 84 next."""
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, lambda p, failed, role: _node(
+        p, 1 if failed else 99, 33 if failed else 0, role, per=50, epochs=3))
+    assert rep["nodes"][0]["node"] == "node-1"
+    assert any(abs(it["iteration"] - 84) <= 1 for it in rep["iterations"][:3]), rep["iterations"]
+
+
+def test_a_restart_from_scratch_under_a_stated_total_is_no_epoch():
+    from l4.iterations import _counted
+    from l4.scan import MarkerTrack
+
+    def counted(counts):
+        t = MarkerTrack(total=50.0)
+        t.positions = np.arange(len(counts))
+        t.numbers = np.array(counts, float)
+        return _counted(t)
+
+    epoch_end = list(range(1, 51)) + list(range(1, 34))
+    assert counted(epoch_end)[-1] == 83
+    # stopped at 30 of 50 and started again from 1: the new run's own counts
+    restart = list(range(1, 31)) + list(range(1, 20))
+    assert np.array_equal(counted(restart), np.array(restart, float))
+    # a count past the stated total: the total was no period
+    assert counted(list(range(1, 61)) + [1, 2])[-1] == 2
