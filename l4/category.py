@@ -41,7 +41,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 CATEGORIES = ("hardware", "user", "platform", "framework")
-VERSION = "2"  # bump when features or training change: stored models are then refitted
+VERSION = "4"  # bump when features or training change: stored models are then refitted
 
 # Chosen by leave-one-source-out cross-validation over the library and on the NON-held-out
 # failure excerpts (benchmarks/kb_accuracy.py --sweep), never on held-out excerpts; on 60
@@ -348,7 +348,7 @@ def fingerprint(state: Sequence[tuple], model_name: str) -> str:
     """Hash of what a model is trained on: library rows, confirmations, model, settings."""
     h = hashlib.sha256()
     h.update(json.dumps([VERSION, model_name, C, CODE_WEIGHT, CONFIRMED_WEIGHT, WHOLE_SAMPLE_WEIGHT,
-                         DESCRIPTION_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT], default=str).encode())
+                         DESCRIPTION_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT, CUES], default=str).encode())
     for row in state:
         h.update(json.dumps(row, default=str, sort_keys=True).encode())
     return h.hexdigest()

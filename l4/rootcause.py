@@ -82,6 +82,12 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(r"exit\s*code\s*[:=]?\s*-11\b|return code\s*=\s*-11\b|Signal 11\b|\bSIGSEGV\b|Segmentation fault", re.I), "SIGSEGV"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-7\b|signal 7\b|\bSIGBUS\b|Bus error", re.I), "SIGBUS"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-6\b|Signal 6\b|\bSIGABRT\b", re.I), "SIGABRT"),
+    # the elastic agent names the signal by number ("got signal: 15", "Received 1 death
+    # signal") or by name; the number is masked away for the embedding and the templates,
+    # so it must be a code: SIGHUP (a closed terminal) is not SIGTERM (a scheduler's cancel)
+    (re.compile(r"\bgot signal:?\s*(\d{1,2})\b|\bReceived (\d{1,2}) death signal", re.I), "SIGNUM{0}"),
+    (re.compile(r"\bSignals\.(SIG[A-Z]{2,6})\b|\bclosing signal (SIG[A-Z]{2,6})\b"), "{0}"),
+    (re.compile(r"\b(SIG(?:TERM|HUP|INT))\b"), "{0}"),
     (re.compile(r"\bstatus\s*=\s*(\d{1,2})\b(?=.{0,60}vendor err)|with error (\d{1,2}), opcode", re.I), "IBV_WC_STATUS{0}"),
     (re.compile(r"(?:CUDA|cuda runtime) error.{0,20}out of memory|CUDA out of memory|OutOfMemoryError", re.I), "CUDA_OOM"),
     (re.compile(r"NPU out of memory", re.I), "NPU_OOM"),
@@ -105,6 +111,24 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
 ]
 
 
+_SIGNALS = {"1": "SIGHUP", "2": "SIGINT", "6": "SIGABRT", "7": "SIGBUS", "9": "SIGKILL",
+            "11": "SIGSEGV", "15": "SIGTERM"}
+# Codes of one family that exclude each other: a pattern whose indicators name Xid 79 or
+# SIGHUP is contradicted by a query that names only other Xids or other signals.
+CONFLICT_FAMILIES = ("SIG", "XID")
+CONFLICT_FACTOR = 0.75  # score of a pattern the query's codes contradict (and no template)
+
+
+def _conflicts(pattern_codes: set[str], query_codes: set[str]) -> bool:
+    """True when, for some family, both name codes and none is shared."""
+    for fam in CONFLICT_FAMILIES:
+        mine = {c for c in pattern_codes if c.startswith(fam)}
+        theirs = {c for c in query_codes if c.startswith(fam)}
+        if mine and theirs and not mine & theirs:
+            return True
+    return False
+
+
 def extract_codes(text: str) -> set[str]:
     """Canonical error codes found in one text (e.g. {'XID79', 'EI0002', 'ENOSPC'})."""
     return set(_extract_codes(text))
@@ -118,6 +142,8 @@ def _extract_codes(text: str) -> frozenset[str]:
             groups = [g for g in m.groups() if g] if m.groups() else []
             value = groups[0] if groups else ""
             code = (fmt or "{0}").format(value)
+            if code.startswith("SIGNUM"):
+                code = _SIGNALS.get(code[6:], "SIG" + code[6:])
             found.add(code.replace(" ", "_").upper() if not code.startswith("nccl") else code)
     return frozenset(found)
 
@@ -309,6 +335,11 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
                 continue
             masked = mask_text(t)
             if masked in seen:
+                # an example line masks to its template, but only the line still has the
+                # numbers that are codes ("got signal: 15", "Xid 79"): keep the line
+                same = next(u for u in units if u.masked == masked)
+                if len(extract_codes(t)) > len(extract_codes(same.text)):
+                    same.text = t
                 continue
             seen.add(masked)
             units.append(Unit(i, ev.get("event_id"), t, masked, role=role))
@@ -478,6 +509,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         u.norm = _norm_for_template(u.text)
         u.plain = not u.codes and not _ERRORISH.search(u.text)
     sims, vecs = _similarities(units, kb, exclude)
+    query_codes: set[str] = set().union(*(u.codes for u in units))
     idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
     query_tokens: frozenset[str] = frozenset()
     if RARE_WEIGHT > 0:
@@ -530,6 +562,9 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 break
         if p.requires_code and code_miss == 1.0:
             continue
+        contradicted = CONFLICT_FACTOR < 1.0 and _conflicts(p.codes, query_codes)
+        if contradicted:
+            tmpl_hit = None
         if tmpl_hit:
             evidence.append({"kind": "template", "indicator": tmpl_hit[0],
                              "event_id": tmpl_hit[1].event_id, "text": tmpl_hit[1].text[:300]})
@@ -546,6 +581,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             * (1.0 - RARE_WEIGHT * rare)
         if p.kind == "symptom":
             score *= SYMPTOM_FACTOR
+        if contradicted:
+            score *= CONFLICT_FACTOR
         results.append((score, p, evidence))
         if best_unit is not None and best_unit.role == "symptom" and not any(
                 c in u.codes for c in p.codes for u in units if u.role != "symptom"):
