@@ -524,6 +524,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                   and not (culprit_known and u.role == "symptom")))
 
     relevance = [0.0] * len(units)
+    line_kind = [""] * len(units)  # kind of the pattern each line resembles most
     results = []
     echo_only: set[str] = set()
     has_culprit = any(u.role == "culprit" for u in units)
@@ -537,7 +538,9 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 s *= PLAIN_FACTOR
             if decay:
                 s *= 1.0 - EVENT_DECAY * u.event_index
-            relevance[qi] = max(relevance[qi], s)
+            if s > relevance[qi]:
+                relevance[qi] = s
+                line_kind[qi] = p.kind
             if s > best_sem:
                 best_sem, best_unit = s, u
                 best_ind = ind if s_ind >= WHOLE_WEIGHT * s_whole else f"{p.title} (description)"
@@ -607,6 +610,10 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             relevance[qi] += CODE_RELEVANCE
         # the culprit's own lines decide the job's category, not the victims' timeouts
         relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
+        # a line that reads most like an echo the library itself calls a symptom (a
+        # collective timeout, an agent shutting workers down) says little about the owner
+        if line_kind[qi] == "symptom":
+            relevance[qi] += ECHO_LINE_RELEVANCE
     return Match(out, _categories(model, units, vecs, relevance, best_by_cat,
                                   neighbour_votes(results)))
 
@@ -629,6 +636,7 @@ CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the catego
 # (Only differences matter: when every line is an echo, e.g. a culprit that hung silently,
 # all shift alike and the vote is unchanged.)
 ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
+ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less (tried -0.3: -1 job)
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
 KNN_K = 5  # nearest patterns that vote on the category (l4.category.KNN_WEIGHT mixes them in)
 KNN_SHARPNESS = 10.0  # how much a closer pattern's vote outweighs a farther one's
