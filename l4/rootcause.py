@@ -596,6 +596,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
         if score >= THRESHOLD:
             vote = score * (SYMPTOM_VOTE if p.id in echo_only and has_culprit else 1.0)
+            if p.kind == "symptom":  # the library says: an echo, the cause is elsewhere
+                vote *= SYMPTOM_KIND_VOTE
             best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), vote)
     out = []
     for score, p, evidence in results[:top_k]:
@@ -637,6 +639,7 @@ CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the catego
 # all shift alike and the vote is unchanged.)
 ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
 ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less (tried -0.3: -1 job)
+SYMPTOM_KIND_VOTE = 0.5  # a suggested pattern of kind "symptom" votes this much for its category
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
 KNN_K = 5  # nearest patterns that vote on the category (l4.category.KNN_WEIGHT mixes them in)
 KNN_SHARPNESS = 10.0  # how much a closer pattern's vote outweighs a farther one's
