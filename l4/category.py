@@ -64,6 +64,7 @@ POOL = "mean"  # how a query's lines are combined: "mean" (arithmetic) or "geome
 KNN_WEIGHT = 0.0  # share of the nearest patterns' vote (l4.rootcause.neighbour_votes) in the mix
 CUES = True  # generic cues as exact features (exception classes, errno names, signals, ...)
 TEMPERATURE = 1.0  # a line's class probabilities are softmax(logits / TEMPERATURE)
+CONFIDENCE_TEMPERATURE = 1.5  # the reported confidences are p^(1/T), renormalised (calibration)
 
 _EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bexit(?:\s*code|code|_code|\s*status)\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
@@ -337,6 +338,9 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
     probs = {k: max(v, 1e-4) for k, v in probs.items()}
     if match_scores:
         probs = {k: v * float(np.exp(MATCH_GAMMA * match_scores.get(k, 0.0))) for k, v in probs.items()}
+    if CONFIDENCE_TEMPERATURE != 1.0:  # calibration only: the order never changes
+        top = max(probs.values())
+        probs = {k: (v / top) ** (1.0 / CONFIDENCE_TEMPERATURE) for k, v in probs.items()}
     total = sum(probs.values())
     ranked = sorted(CATEGORIES, key=lambda k: (-probs[k], CATEGORIES.index(k)))
     # never exactly 0 or 1 once rounded: no category is certain from log lines alone
