@@ -610,6 +610,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     for qi, u in enumerate(units):  # an exact code makes a line a fault line whatever its wording
         if u.codes:
             relevance[qi] += CODE_RELEVANCE
+        if EXCEPTION_RELEVANCE and _EXCEPTION_LINE.search(u.text):
+            relevance[qi] += EXCEPTION_RELEVANCE
         # the culprit's own lines decide the job's category, not the victims' timeouts
         relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
         # a line that reads most like an echo the library itself calls a symptom (a
@@ -632,6 +634,10 @@ def neighbour_votes(results: list[tuple[float, _PatternInfo, list]]) -> dict[str
     return {k: v / total for k, v in votes.items()} if total > 0 else {}
 
 
+# a line that raises an exception ("ModuleNotFoundError: No module named ...") states the
+# fault; the launcher's summary around it ("exitcode", "Root Cause", "error_file") does not
+_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
+EXCEPTION_RELEVANCE = 0.10  # 0.15 and 0.2: one simulated job fewer; 0.1: LOSO +1 pattern, dev3 +1 run
 CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the category vote
 # In a diagnosed job the victims' echoes (timeouts, resets) outnumber the culprit's own
 # lines and read like platform trouble; these shift the vote to the culprit's lines.
