@@ -9,7 +9,10 @@ the library, each labelled with its pattern's category:
 * features: the MiniLM embedding of the masked text (384-d) plus exact features — the
   canonical error codes of ``l4.rootcause.extract_codes`` (Xid numbers, errno names,
   NCCL error names, Ascend/CANN codes, signals), their families (``fam:xid`` ...) and
-  numbers the matcher does not use as evidence (exit codes, errno and signal numbers);
+  numbers the matcher does not use as evidence (exit codes, errno and signal numbers),
+  and generic cues of who must act that any real log carries whatever its wording
+  (``_CUE_RULES``: exception classes, errno and signal names, "please report a bug",
+  "expected ... got", "not supported", kernel-log prefixes ...);
 * samples: every indicator of every pattern, the title+description of every pattern,
   every SRE-confirmed diagnosis' event texts (weighted ``CONFIRMED_WEIGHT``), so a
   confirmation teaches the classifier as well as the matcher, and the category
@@ -21,7 +24,9 @@ line; lines are weighted by how much they look like a fault (``relevance``: thei
 similarity to any library text, errors and codes counting more than plain lines), and
 the result is combined with the matcher's best score per category as a product of
 experts, so a confident pattern match pulls the category with it while a weak one
-hardly matters.
+hardly matters.  The reported confidences are calibrated with a temperature
+(``CONFIDENCE_TEMPERATURE``, fitted on the leave-one-source-out log-likelihood), which
+never changes their order.
 
 Everything here is a pure function over plain data (arrays, lists, dicts); where the
 training data comes from and where the fitted model is kept (the knowledge base) is
