@@ -185,6 +185,7 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
     ours, base = [], []
     n_exists = pat1_ours = pat1_base = 0
     per_cat: dict[str, list[int]] = {}
+    calib: list[tuple[dict[str, float], str]] = []
     for p in patterns[::max(every, 1)]:  # the queries; the library is always all of it
         if not p["indicators"]:
             continue
@@ -203,6 +204,8 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
         ours.append((label, m.root_causes, cats))
         base.append((label, kw, _cats_of(kw)))
         per_cat.setdefault(p["category"], []).append(int(cats[0] == p["category"]))
+        conf = {c["category"]: float(c["confidence"]) for c in m.categories}
+        calib.append((conf, p["category"]))
         exists = same[p["id"]] - excl
         if exists:
             n_exists += 1
@@ -222,10 +225,32 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
         "n": mo["n"], "n_pattern_exists": n_exists,
         "ours": {"category_top1": mo["category_top1"], "category_top3": mo["category_top3"],
                  "pattern_top1_where_exists": pat1_ours / max(n_exists, 1),
-                 "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(per_cat.items())}},
+                 "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(per_cat.items())},
+                 "calibration": calibration(calib)},
         "keyword_baseline": {"category_top1": mb["category_top1"], "category_top3": mb["category_top3"],
                              "pattern_top1_where_exists": pat1_base / max(n_exists, 1)},
     }
+
+
+def calibration(rows: list[tuple[dict[str, float], str]], bins: int = 10) -> dict:
+    """Does "category: user (0.81)" mean right 81 % of the time?  Expected calibration
+    error of the top confidence (equal-width bins), the mean top confidence of right and
+    of wrong answers, and the mean negative log-likelihood of the true category."""
+    if not rows:
+        return {}
+    tops = [(max(c.values()), max(c, key=lambda k: c[k]) == want) for c, want in rows]
+    ece = 0.0
+    for b in range(bins):
+        inside = [(q, ok) for q, ok in tops if b / bins < q <= (b + 1) / bins or (b == 0 and q == 0)]
+        if inside:
+            ece += len(inside) / len(tops) * abs(sum(ok for _, ok in inside) / len(inside)
+                                                 - sum(q for q, _ in inside) / len(inside))
+    right = [q for q, ok in tops if ok]
+    wrong = [q for q, ok in tops if not ok]
+    return {"ece": round(ece, 4),
+            "mean_confidence_right": round(sum(right) / max(len(right), 1), 4),
+            "mean_confidence_wrong": round(sum(wrong) / max(len(wrong), 1), 4),
+            "nll": round(sum(-math.log(max(c.get(want, 0.0), 1e-6)) for c, want in rows) / len(rows), 4)}
 
 
 # --- categories of diagnosed (simulated) jobs ---------------------------------------------------
@@ -516,6 +541,11 @@ def _print_text(result: dict, sweep: list | None) -> None:
                 continue
             print(f"{name:28}{m['category_top1']:9.1%}{m['category_top3']:9.1%}"
                   f"{m['pattern_top1_where_exists']:10.1%}")
+        if not lo.get("patterns_only") and lo["ours"].get("calibration"):
+            c = lo["ours"]["calibration"]
+            print(f"  confidence: ECE {c['ece']:.3f}, mean top confidence when right "
+                  f"{c['mean_confidence_right']:.2f}, when wrong {c['mean_confidence_wrong']:.2f}, "
+                  f"NLL {c['nll']:.3f}")
         if not lo.get("patterns_only"):
             print("  category top-1 by category: " + ", ".join(
                 f"{k} {v:.0%}" for k, v in lo["ours"]["category_top1_by_category"].items()))

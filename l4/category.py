@@ -9,7 +9,10 @@ the library, each labelled with its pattern's category:
 * features: the MiniLM embedding of the masked text (384-d) plus exact features — the
   canonical error codes of ``l4.rootcause.extract_codes`` (Xid numbers, errno names,
   NCCL error names, Ascend/CANN codes, signals), their families (``fam:xid`` ...) and
-  numbers the matcher does not use as evidence (exit codes, errno and signal numbers);
+  numbers the matcher does not use as evidence (exit codes, errno and signal numbers),
+  and generic cues of who must act that any real log carries whatever its wording
+  (``_CUE_RULES``: exception classes, errno and signal names, "please report a bug",
+  "expected ... got", "not supported", kernel-log prefixes ...);
 * samples: every indicator of every pattern, the title+description of every pattern,
   every SRE-confirmed diagnosis' event texts (weighted ``CONFIRMED_WEIGHT``), so a
   confirmation teaches the classifier as well as the matcher, and the category
@@ -21,7 +24,9 @@ line; lines are weighted by how much they look like a fault (``relevance``: thei
 similarity to any library text, errors and codes counting more than plain lines), and
 the result is combined with the matcher's best score per category as a product of
 experts, so a confident pattern match pulls the category with it while a weak one
-hardly matters.
+hardly matters.  The reported confidences are calibrated with a temperature
+(``CONFIDENCE_TEMPERATURE``, fitted on the leave-one-source-out log-likelihood), which
+never changes their order.
 
 Everything here is a pure function over plain data (arrays, lists, dicts); where the
 training data comes from and where the fitted model is kept (the knowledge base) is
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 CATEGORIES = ("hardware", "user", "platform", "framework")
-VERSION = "2"  # bump when features or training change: stored models are then refitted
+VERSION = "4"  # bump when features or training change: stored models are then refitted
 
 # Chosen by leave-one-source-out cross-validation over the library and on the NON-held-out
 # failure excerpts (benchmarks/kb_accuracy.py --sweep), never on held-out excerpts; on 60
@@ -62,6 +67,9 @@ LEXICAL_WEIGHT = 0.0  # size of a text's word block (0: words are not features)
 PATTERN_WEIGHT = 0.0  # > 0: each pattern's samples share this weight (0: one per sample)
 POOL = "mean"  # how a query's lines are combined: "mean" (arithmetic) or "geometric"
 KNN_WEIGHT = 0.0  # share of the nearest patterns' vote (l4.rootcause.neighbour_votes) in the mix
+CUES = True  # generic cues as exact features (exception classes, errno names, signals, ...)
+TEMPERATURE = 1.0  # a line's class probabilities are softmax(logits / TEMPERATURE)
+CONFIDENCE_TEMPERATURE = 1.5  # the reported confidences are p^(1/T), renormalised (calibration)
 
 _EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bexit(?:\s*code|code|_code|\s*status)\s*[:=]?\s*(-?\d{1,3})\b", re.I), "EXIT{0}"),
@@ -75,7 +83,33 @@ _EXTRA_RULES: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bNCCL WARN\b"), "kw:nccl_warn"),
     (re.compile(r"\bTraceback\b|\w+Error:"), "kw:python_error"),
 ]
-_ERRNO_NAMES = {"ENOSPC", "EIO", "ESTALE", "EDQUOT", "ENOMEM", "ENETUNREACH", "ECONNREFUSED",
+# Generic cues every real log carries, whatever its wording: who must act is often told by
+# the exception class (a ValueError raised on the user's input), the errno name, the
+# signal, the NCCL error class, "please report this bug" (a framework defect) or "expected
+# ... but got" (a user's argument or data).  Not tied to any library entry.
+_CUE_RULES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"\b((?:[A-Z][a-z0-9]+)+(?:Error|Exception|Interrupt))\b"), "exc:{0}"),
+    (re.compile(r"\b(SIG(?:TERM|HUP|INT|KILL|SEGV|BUS|ABRT|USR1|USR2|PIPE|CONT|STOP|QUIT|FPE|ILL))\b"), "{0}"),
+    (re.compile(r"No such file or directory|\bENOENT\b|Errno 2\b", re.I), "ENOENT"),
+    (re.compile(r"Permission denied|\bEACCES\b|\bEPERM\b|Operation not permitted", re.I), "EACCES"),
+    (re.compile(r"Too many open files|\bEMFILE\b", re.I), "EMFILE"),
+    (re.compile(r"Address already in use|\bEADDRINUSE\b", re.I), "EADDRINUSE"),
+    (re.compile(r"Connection timed out|\bETIMEDOUT\b|No route to host|\bEHOSTUNREACH\b", re.I), "ETIMEDOUT"),
+    (re.compile(r"please (?:file|report|open)|report (?:a|this) bug|this is a bug|"
+                r"INTERNAL ASSERT|internal error", re.I), "kw:report_bug"),
+    (re.compile(r"\bexpected\b.{0,80}\b(?:got|but|instead|received|found)\b|"
+                r"unexpected keyword argument|must be (?:a |an |of |divisible|positive|in )|"
+                r"should be (?:a |an |of |divisible|positive|in )|invalid (?:value|argument|choice)", re.I),
+     "kw:expectation"),
+    (re.compile(r"not supported|unsupported|not implemented|NotImplemented", re.I), "kw:unsupported"),
+    (re.compile(r"timed out|timeout|time out", re.I), "kw:timeout"),
+    (re.compile(r"out of memory|\bOOM\b", re.I), "kw:oom"),
+    (re.compile(r"\bkernel:|\bNVRM\b|\bdmesg\b|\bmlx5_core\b|\bpcieport\b", re.I), "kw:kernel_log"),
+    (re.compile(r"\bslurm\w*|\bsrun\b|\bsbatch\b", re.I), "kw:slurm"),
+    (re.compile(r"\bkubelet\b|\bpod\b|\bcontainer\b|\bimage\b", re.I), "kw:container"),
+    (re.compile(r"\bsite-packages/|\bdist-packages/"), "kw:library_frame"),
+]
+_ERRNO_NAMES = {"ENOENT", "EACCES", "EMFILE", "EADDRINUSE", "ETIMEDOUT", "ENOSPC", "EIO", "ESTALE", "EDQUOT", "ENOMEM", "ENETUNREACH", "ECONNREFUSED",
                 "ECONNRESET", "EPIPE", "EROFS"}
 
 
@@ -118,7 +152,7 @@ def exact_features(text: str, codes: Iterable[str]) -> frozenset[str]:
         fam = _family(c)
         if fam:
             out.add(fam)
-    for rx, fmt in _EXTRA_RULES:
+    for rx, fmt in (_EXTRA_RULES + _CUE_RULES) if CUES else _EXTRA_RULES:
         for m in rx.finditer(text):
             value = next((g for g in m.groups() if g), "") if m.groups() else ""
             out.add(fmt.format(value))
@@ -155,8 +189,8 @@ class CategoryModel:
     def decision_function(self, X: np.ndarray) -> np.ndarray:
         return X @ self.coef_.T + self.intercept_
 
-    def predict_proba(self, X: np.ndarray) -> np.ndarray:
-        z = self.decision_function(X)
+    def predict_proba(self, X: np.ndarray, temperature: float = 1.0) -> np.ndarray:
+        z = self.decision_function(X) / temperature
         if z.shape[1] == 1:  # two classes: scikit-learn's binary layout
             p1 = 1.0 / (1.0 + np.exp(-z[:, 0]))
             return np.column_stack([1.0 - p1, p1])
@@ -288,7 +322,7 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
     if len(features) == 0:
         probs = {k: model.prior.get(k, 0.25) for k in CATEGORIES}
     else:
-        p = model.predict_proba(model.transform(vectors, features))
+        p = model.predict_proba(model.transform(vectors, features), TEMPERATURE)
         r = np.asarray(relevance, dtype=np.float64)
         w = np.exp(SHARPNESS * (r - r.max()))
         w = w / w.sum()
@@ -309,6 +343,9 @@ def predict(model: CategoryModel, vectors: np.ndarray, features: Sequence[Iterab
     probs = {k: max(v, 1e-4) for k, v in probs.items()}
     if match_scores:
         probs = {k: v * float(np.exp(MATCH_GAMMA * match_scores.get(k, 0.0))) for k, v in probs.items()}
+    if CONFIDENCE_TEMPERATURE != 1.0:  # calibration only: the order never changes
+        top = max(probs.values())
+        probs = {k: (v / top) ** (1.0 / CONFIDENCE_TEMPERATURE) for k, v in probs.items()}
     total = sum(probs.values())
     ranked = sorted(CATEGORIES, key=lambda k: (-probs[k], CATEGORIES.index(k)))
     # never exactly 0 or 1 once rounded: no category is certain from log lines alone
@@ -320,7 +357,7 @@ def fingerprint(state: Sequence[tuple], model_name: str) -> str:
     """Hash of what a model is trained on: library rows, confirmations, model, settings."""
     h = hashlib.sha256()
     h.update(json.dumps([VERSION, model_name, C, CODE_WEIGHT, CONFIRMED_WEIGHT, WHOLE_SAMPLE_WEIGHT,
-                         DESCRIPTION_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT], default=str).encode())
+                         DESCRIPTION_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT, CUES], default=str).encode())
     for row in state:
         h.update(json.dumps(row, default=str, sort_keys=True).encode())
     return h.hexdigest()

@@ -82,6 +82,12 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(r"exit\s*code\s*[:=]?\s*-11\b|return code\s*=\s*-11\b|Signal 11\b|\bSIGSEGV\b|Segmentation fault", re.I), "SIGSEGV"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-7\b|signal 7\b|\bSIGBUS\b|Bus error", re.I), "SIGBUS"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-6\b|Signal 6\b|\bSIGABRT\b", re.I), "SIGABRT"),
+    # the elastic agent names the signal by number ("got signal: 15", "Received 1 death
+    # signal") or by name; the number is masked away for the embedding and the templates,
+    # so it must be a code: SIGHUP (a closed terminal) is not SIGTERM (a scheduler's cancel)
+    (re.compile(r"\bgot signal:?\s*(\d{1,2})\b|\bReceived (\d{1,2}) death signal", re.I), "SIGNUM{0}"),
+    (re.compile(r"\bSignals\.(SIG[A-Z]{2,6})\b|\bclosing signal (SIG[A-Z]{2,6})\b"), "{0}"),
+    (re.compile(r"\b(SIG(?:TERM|HUP|INT))\b"), "{0}"),
     (re.compile(r"\bstatus\s*=\s*(\d{1,2})\b(?=.{0,60}vendor err)|with error (\d{1,2}), opcode", re.I), "IBV_WC_STATUS{0}"),
     (re.compile(r"(?:CUDA|cuda runtime) error.{0,20}out of memory|CUDA out of memory|OutOfMemoryError", re.I), "CUDA_OOM"),
     (re.compile(r"NPU out of memory", re.I), "NPU_OOM"),
@@ -105,6 +111,24 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
 ]
 
 
+_SIGNALS = {"1": "SIGHUP", "2": "SIGINT", "6": "SIGABRT", "7": "SIGBUS", "9": "SIGKILL",
+            "11": "SIGSEGV", "15": "SIGTERM"}
+# Codes of one family that exclude each other: a pattern whose indicators name Xid 79 or
+# SIGHUP is contradicted by a query that names only other Xids or other signals.
+CONFLICT_FAMILIES = ("SIG", "XID")
+CONFLICT_FACTOR = 0.75  # score of a pattern the query's codes contradict (and no template)
+
+
+def _conflicts(pattern_codes: set[str], query_codes: set[str]) -> bool:
+    """True when, for some family, both name codes and none is shared."""
+    for fam in CONFLICT_FAMILIES:
+        mine = {c for c in pattern_codes if c.startswith(fam)}
+        theirs = {c for c in query_codes if c.startswith(fam)}
+        if mine and theirs and not mine & theirs:
+            return True
+    return False
+
+
 def extract_codes(text: str) -> set[str]:
     """Canonical error codes found in one text (e.g. {'XID79', 'EI0002', 'ENOSPC'})."""
     return set(_extract_codes(text))
@@ -118,6 +142,8 @@ def _extract_codes(text: str) -> frozenset[str]:
             groups = [g for g in m.groups() if g] if m.groups() else []
             value = groups[0] if groups else ""
             code = (fmt or "{0}").format(value)
+            if code.startswith("SIGNUM"):
+                code = _SIGNALS.get(code[6:], "SIG" + code[6:])
             found.add(code.replace(" ", "_").upper() if not code.startswith("nccl") else code)
     return frozenset(found)
 
@@ -309,6 +335,11 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
                 continue
             masked = mask_text(t)
             if masked in seen:
+                # an example line masks to its template, but only the line still has the
+                # numbers that are codes ("got signal: 15", "Xid 79"): keep the line
+                same = next(u for u in units if u.masked == masked)
+                if len(extract_codes(t)) > len(extract_codes(same.text)):
+                    same.text = t
                 continue
             seen.add(masked)
             units.append(Unit(i, ev.get("event_id"), t, masked, role=role))
@@ -478,6 +509,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         u.norm = _norm_for_template(u.text)
         u.plain = not u.codes and not _ERRORISH.search(u.text)
     sims, vecs = _similarities(units, kb, exclude)
+    query_codes: set[str] = set().union(*(u.codes for u in units))
     idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
     query_tokens: frozenset[str] = frozenset()
     if RARE_WEIGHT > 0:
@@ -492,6 +524,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                   and not (culprit_known and u.role == "symptom")))
 
     relevance = [0.0] * len(units)
+    line_kind = [""] * len(units)  # kind of the pattern each line resembles most
     results = []
     echo_only: set[str] = set()
     has_culprit = any(u.role == "culprit" for u in units)
@@ -505,7 +538,9 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 s *= PLAIN_FACTOR
             if decay:
                 s *= 1.0 - EVENT_DECAY * u.event_index
-            relevance[qi] = max(relevance[qi], s)
+            if s > relevance[qi]:
+                relevance[qi] = s
+                line_kind[qi] = p.kind
             if s > best_sem:
                 best_sem, best_unit = s, u
                 best_ind = ind if s_ind >= WHOLE_WEIGHT * s_whole else f"{p.title} (description)"
@@ -530,6 +565,9 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 break
         if p.requires_code and code_miss == 1.0:
             continue
+        contradicted = CONFLICT_FACTOR < 1.0 and _conflicts(p.codes, query_codes)
+        if contradicted:
+            tmpl_hit = None
         if tmpl_hit:
             evidence.append({"kind": "template", "indicator": tmpl_hit[0],
                              "event_id": tmpl_hit[1].event_id, "text": tmpl_hit[1].text[:300]})
@@ -546,6 +584,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             * (1.0 - RARE_WEIGHT * rare)
         if p.kind == "symptom":
             score *= SYMPTOM_FACTOR
+        if contradicted:
+            score *= CONFLICT_FACTOR
         results.append((score, p, evidence))
         if best_unit is not None and best_unit.role == "symptom" and not any(
                 c in u.codes for c in p.codes for u in units if u.role != "symptom"):
@@ -556,6 +596,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
         if score >= THRESHOLD:
             vote = score * (SYMPTOM_VOTE if p.id in echo_only and has_culprit else 1.0)
+            if p.kind == "symptom":  # the library says: an echo, the cause is elsewhere
+                vote *= SYMPTOM_KIND_VOTE
             best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), vote)
     out = []
     for score, p, evidence in results[:top_k]:
@@ -568,8 +610,14 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     for qi, u in enumerate(units):  # an exact code makes a line a fault line whatever its wording
         if u.codes:
             relevance[qi] += CODE_RELEVANCE
+        if EXCEPTION_RELEVANCE and _EXCEPTION_LINE.search(u.text):
+            relevance[qi] += EXCEPTION_RELEVANCE
         # the culprit's own lines decide the job's category, not the victims' timeouts
         relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
+        # a line that reads most like an echo the library itself calls a symptom (a
+        # collective timeout, an agent shutting workers down) says little about the owner
+        if line_kind[qi] == "symptom":
+            relevance[qi] += ECHO_LINE_RELEVANCE
     return Match(out, _categories(model, units, vecs, relevance, best_by_cat,
                                   neighbour_votes(results)))
 
@@ -586,12 +634,18 @@ def neighbour_votes(results: list[tuple[float, _PatternInfo, list]]) -> dict[str
     return {k: v / total for k, v in votes.items()} if total > 0 else {}
 
 
+# a line that raises an exception ("ModuleNotFoundError: No module named ...") states the
+# fault; the launcher's summary around it ("exitcode", "Root Cause", "error_file") does not
+_EXCEPTION_LINE = re.compile(r"\b[A-Z]\w*(?:Error|Exception):")
+EXCEPTION_RELEVANCE = 0.10  # 0.15 and 0.2: one simulated job fewer; 0.1: LOSO +1 pattern, dev3 +1 run
 CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the category vote
 # In a diagnosed job the victims' echoes (timeouts, resets) outnumber the culprit's own
 # lines and read like platform trouble; these shift the vote to the culprit's lines.
 # (Only differences matter: when every line is an echo, e.g. a culprit that hung silently,
 # all shift alike and the vote is unchanged.)
 ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
+ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less (tried -0.3: -1 job)
+SYMPTOM_KIND_VOTE = 0.5  # a suggested pattern of kind "symptom" votes this much for its category
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
 KNN_K = 5  # nearest patterns that vote on the category (l4.category.KNN_WEIGHT mixes them in)
 KNN_SHARPNESS = 10.0  # how much a closer pattern's vote outweighs a farther one's
