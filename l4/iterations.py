@@ -54,13 +54,14 @@ class Counter:
 
 
 def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
-                 known: Collection[int] = ()) -> Counter | None:
+                 known: Collection[int] = (), startup: Collection[int] = ()) -> Counter | None:
     """The iteration counter of a job, or ``None`` when nothing counts steps.
 
     ``known``: template-store ids of the counters healthy runs of the same configuration
-    advanced (``l4.phases.Timeline.counters``).
+    advanced (``l4.phases.Timeline.counters``); ``startup``: those the healthy runs
+    printed before their counter started (``Timeline.startup_ids``).
     """
-    marker = choose_marker(job, profile, stages, known)
+    marker = choose_marker(job, profile, stages, known, startup)
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
@@ -78,7 +79,7 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
-                  known: Collection[int] = ()) -> int | None:
+                  known: Collection[int] = (), startup: Collection[int] = ()) -> int | None:
     """The event column that counts iterations.
 
     The line that counted steps in healthy runs of the same configuration first (``known``:
@@ -86,15 +87,18 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
     line, then any line the generic rules call an iteration line, then the counter that
     counted the most distinct steps on one node.  Distinct steps, not lines: eight local
     ranks printing "[Rank 3] (after 1000 iterations)" once each make a counter of ranks,
-    not of progress.
+    not of progress.  Nor is a line that healthy runs of the same configuration printed
+    only before their steps began (``startup``): NCCL's "Channel 00/02 : 0[0] -> 1[0]"
+    lines count channels, and a job that died loading its checkpoint never counted a step.
     """
     known = set(known)
+    startup = set(startup) - known
     score: dict[int, int] = {}
     values: dict[int, list[set]] = {}
     for mk in job.markers:
         for c, track in mk.items():
-            if stages[c] not in (None, "training"):
-                continue  # save/eval counters, shard and dataset progress bars
+            if stages[c] not in (None, "training") or int(job.event_ids[c]) in startup:
+                continue  # save/eval counters, shard and dataset progress bars, start-up
             seen = set(_counted(track).tolist())
             score[c] = max(score.get(c, 0), len(seen))
             values.setdefault(c, []).append(seen)

@@ -50,6 +50,10 @@ class Timeline:
     closers: dict[int, set[int]] = field(default_factory=dict)
     jobs: int = 0
 
+    def startup_ids(self) -> set[int]:
+        """The events healthy runs printed before their counter started, and not after."""
+        return {cid for cid, ph in self.phase.items() if ph == STARTUP}
+
     def closed(self, job: ParsedJob, r: int, col: int, pos: int) -> bool:
         """Did node ``r`` print, after its last ``col`` (a save or evaluation announcement)
         before record ``pos``, a line that ends that phase in healthy runs?"""

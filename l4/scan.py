@@ -606,6 +606,8 @@ def _periods(vals: list[float], nxt: list[float] | None) -> tuple[float, float] 
     if nxt is None or len(set(nxt)) != 1 or nxt[0] != nxt[0] or nxt[0] < 3:
         return None
     total = nxt[0]
+    if max(vals) > total:
+        return None  # a count past its "total" ("socket.cc:750 -> 6": a line, a code)
     if not any(vals[i - 1] - vals[i] > total / 2 for i in range(1, len(vals))):
         return None  # never started over
     steps = unwrap_counts(vals, total)
