@@ -186,6 +186,12 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
             stage = max((stage, timed), key=lambda st: order.get(st, -1))
         else:
             stage = timed
+    if (hinted is None and progressed and stage in EARLY
+            and _steps_after(counter, t_stage) >= 2):
+        # the job completed steps after the culprit's last line: it took part in their
+        # collectives, so that line (start-up, from a rank that prints nothing in the
+        # loop) does not date the failure; the job was in its loop
+        stage = "training"
     if hinted is None and (stage is None or stage in EARLY):
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
@@ -387,6 +393,18 @@ def _progressed(job: ParsedJob, cross: CrossJobResult, marker: int | None) -> bo
         if 0 <= job.first_pos[i, marker] < p_i:
             return True
     return False
+
+
+def _steps_after(counter: Counter | None, t0: float) -> int:
+    """How many distinct steps the job's counter completed after ``t0`` (by the clock,
+    with room for skew between nodes); 0 without clocks."""
+    if counter is None or math.isnan(t0):
+        return 0
+    later: set[float] = set()
+    for _, num, ts in counter.tracks.values():
+        ok = ~np.isnan(num) & ~np.isnan(ts) & (ts > t0 + _SKEW)
+        later.update(num[ok].tolist())
+    return len(later)
 
 
 def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str | None:
