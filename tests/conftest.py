@@ -29,6 +29,27 @@ def _isolated_state(tmp_path_factory, monkeypatch):
     yield
 
 
+@pytest.fixture(scope="session")
+def seeded_kb(tmp_path_factory) -> Path:
+    """One seeded, embedded fault library for the session (embedding it is the slow
+    part); tests work on copies of it (:func:`kb`).  A module may override it."""
+    from l4 import rootcause
+
+    kb = tmp_path_factory.mktemp("kbseed") / "kb.duckdb"
+    assert rootcause.ensure_embeddings(kb) >= 40
+    return kb
+
+
+@pytest.fixture
+def kb(seeded_kb: Path, tmp_path: Path) -> Path:
+    """A private copy of the seeded library."""
+    import shutil
+
+    dst = tmp_path / "kb.duckdb"
+    shutil.copy(seeded_kb, dst)
+    return dst
+
+
 @pytest.fixture
 def shared_dir() -> Path:
     if not (SHARED / "data").is_dir():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -56,13 +55,6 @@ def seeded_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
     rootcause.ensure_embeddings(kb)
     rootcause.category_model(kb)
     return kb
-
-
-@pytest.fixture
-def kb(seeded_kb: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "kb.duckdb"
-    shutil.copy(seeded_kb, dst)
-    return dst
 
 
 def run(app: typer.Typer, kb: Path, *args: str):

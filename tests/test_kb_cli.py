@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
 import typer
 from typer.testing import CliRunner
 
-from l4 import kbstore, rootcause
+from l4 import kbstore
 from l4.cli_kb import register
 
 runner = CliRunner()
@@ -26,20 +25,6 @@ def app() -> typer.Typer:
 
     register(a)
     return a
-
-
-@pytest.fixture(scope="module")
-def seeded_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    kb = tmp_path_factory.mktemp("clikb") / "kb.duckdb"
-    rootcause.ensure_embeddings(kb)
-    return kb
-
-
-@pytest.fixture
-def kb(seeded_kb: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "kb.duckdb"
-    shutil.copy(seeded_kb, dst)
-    return dst
 
 
 def run(app: typer.Typer, kb: Path, *args: str):

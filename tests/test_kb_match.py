@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import random
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -15,21 +14,6 @@ from hypothesis import strategies as st
 from l4 import kbstore, rootcause
 from l4.embed import DIM, embed, mask_text, model_dir
 from l4.rootcause import extract_codes, match_lines, match_root_causes, template_regex
-
-
-@pytest.fixture(scope="module")
-def seeded_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One seeded, embedded library per module; tests work on copies of it."""
-    kb = tmp_path_factory.mktemp("kbseed") / "kb.duckdb"
-    assert rootcause.ensure_embeddings(kb) >= 40
-    return kb
-
-
-@pytest.fixture
-def kb(seeded_kb: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "kb.duckdb"
-    shutil.copy(seeded_kb, dst)
-    return dst
 
 
 def _event(text: str, *, template: str | None = None, eid: str = "e1", score: float = 1.0) -> dict:

@@ -8,7 +8,6 @@ pattern's own sources out of the library as the benchmark does.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import numpy as np
@@ -18,21 +17,6 @@ from hypothesis import strategies as st
 
 from l4 import kbstore, rootcause
 from l4.rootcause import rare_idf, rare_overlap, rare_tokens
-
-
-@pytest.fixture(scope="module")
-def seeded_kb(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    kb = tmp_path_factory.mktemp("rarekb") / "kb.duckdb"
-    assert rootcause.ensure_embeddings(kb) >= 40
-    return kb
-
-
-@pytest.fixture
-def kb(seeded_kb: Path, tmp_path: Path) -> Path:
-    dst = tmp_path / "kb.duckdb"
-    shutil.copy(seeded_kb, dst)
-    return dst
-
 
 # --- the pure functions ------------------------------------------------------------------------
 
