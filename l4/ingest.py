@@ -11,6 +11,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 import zlib
 from collections.abc import Iterator
@@ -26,6 +27,13 @@ BLOCK_SIZE = 8 << 20
 MAX_LINE = 4096
 #: job.json is a few fields; anything bigger is not one.
 MAX_JOB_JSON = 16 << 20
+
+#: the end of a progress bar update ("| 24/60 [00:01<00:02, 14.02it/s, loss=1.6]") that
+#: something else was written right after, on the same line.  A bar leaves the cursor at
+#: the end of its line, so the next print (a "***** Running Evaluation *****" banner, a
+#: loss dict, a traceback, or torchrun's prefix of the next line) is glued to it
+_BAR_GLUE = re.compile(rb"(\| *\d+/\d+ \[[^\]\n]*?(?:it/s|s/it)[^\]\n]*\])(?=[^\n])")
+
 
 
 class JobError(Exception):
@@ -402,6 +410,8 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
                 data = data[nl + 1 :]
                 skipping = False
             data = carry + data if carry else data
+            if b"it/s" in data or b"s/it" in data:
+                data = split_bar_glue(data)
             nl = data.rfind(b"\n")
             if nl < 0:
                 carry = data
@@ -417,6 +427,15 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
                 skipping = True
     if carry:
         yield _cut_long_lines(carry, stats)
+
+
+def split_bar_glue(data: bytes) -> bytes:
+    """Break a line after each progress-bar update that other output was glued to.
+
+    The glued text is a line of its own to the program that printed it; read as part of
+    the bar it would take the bar's place (a banner that starts an evaluation read as one
+    more training step)."""
+    return _BAR_GLUE.sub(rb"\1\n", data)
 
 
 def _cut_long_lines(block: bytes, stats: ReadStats) -> bytes:

@@ -354,7 +354,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     # anybody logged is echoes (timeouts after a straggler), the loudest echo is no culprit
     raw = specific_trouble(job, cross)
     spec = raw / max(float(raw.max()) if raw.size else 0.0, LONE_CAUSE)
-    miss = _normalise(missing_symptom(job, cross))
+    miss = missing_symptom(job, cross)
     stop = _normalise(stopped_first(job, cross))
     kept = cross.kept
     feats = np.log1p(cross.excess[:, kept]) if kept.any() else np.zeros((n, 0))

@@ -46,15 +46,36 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
     return _walk(seq, pos, stages)[0]
 
 
-def _walk(seq: np.ndarray, pos: int, stages: list[str | None]) -> tuple[str | None, int | None]:
-    """(``stage_at``, the event column that decided it)."""
+def _walk(seq: np.ndarray, pos: int, stages: list[str | None],
+          said: dict[int, str] | None = None,
+          counting: tuple[set[int], set[int], int] | None = None) -> tuple[str | None, int | None]:
+    """(``stage_at``, the event column that decided it).
+
+    ``said``: record position -> stage, for records of a merged event whose own text names
+    a stage its template no longer does (``occurrence_stages``).  ``counting``: (counter
+    columns, positions where this node printed each count first, how many new counts end
+    a phase).  A counter line with no new count (a progress bar redrawn as its process
+    exits) is no step after a save or evaluation.  A counter without a clock needs two new
+    counts, as ``phase_ended`` asks by the clock: one can be the step done before the
+    announcement (a bar's last update reaches the log after the banner that followed it,
+    as torchrun's ``--tee`` copies stderr and stdout separately).
+    """
     current: str | None = None
     col: int | None = None
     trained = False
-    for c in seq[: max(pos, 0)].tolist():
-        st = stages[c]
+    fresh = 0
+    for p, c in enumerate(seq[: max(pos, 0)].tolist()):
+        st = said.get(p, stages[c]) if said else stages[c]
         if st is None:
             continue
+        if (st == "training" and counting is not None and current in ("checkpointing", "evaluation")
+                and c in counting[0]):
+            if p not in counting[1]:
+                continue
+            fresh += 1
+            if fresh < counting[2]:
+                continue
+        fresh = 0
         if st == "training":
             trained = True
         if trained and st in EARLY:
@@ -65,13 +86,54 @@ def _walk(seq: np.ndarray, pos: int, stages: list[str | None]) -> tuple[str | No
     return current, col
 
 
+def occurrence_stages(job: ParsedJob, profile: Profile,
+                      stages: list[str | None]) -> list[dict[int, str]]:
+    """Per node: record position -> stage, for the first and last record of each event
+    whose template names no stage but whose text there does.
+
+    The parser merges lines that differ in one word: "***** Running training *****" and
+    "***** Running Evaluation *****" become "***** Running <*> *****", "Saving checkpoint"
+    and "Loading checkpoint" one "<*> checkpoint".  The template then names no stage, but
+    the node's first and last such line are kept verbatim and still do.
+    """
+    out: list[dict[int, str]] = [{} for _ in range(job.n_nodes)]
+    cols = [c for c, t in enumerate(job.templates) if stages[c] is None and "<*>" in t]
+    if not cols:
+        return out
+    for i in range(job.n_nodes):
+        seq = job.seqs[i]
+        for c in cols:
+            if job.counts[i, c] == 0:
+                continue
+            first = job.examples[i].get(c)
+            last = job.last_examples[i].get(c)
+            st_first = profile.stage_of(first[1]) if first else None
+            st_last = profile.stage_of(last) if last else None
+            if st_first is None and st_last is None:
+                continue
+            at = np.nonzero(seq == c)[0]
+            if not at.size:
+                continue
+            if st_first is not None:
+                out[i][int(at[0])] = st_first
+            if st_last is not None:
+                out[i][int(at[-1])] = st_last
+    return out
+
+
 def _node_stage(job: ParsedJob, stages: list[str | None], i: int, pos: int,
                 counter: Counter | None, current: float | None,
-                timeline: Timeline | None) -> tuple[str | None, bool]:
+                timeline: Timeline | None,
+                said: list[dict[int, str]] | None = None) -> tuple[str | None, bool]:
     """(``stage_at`` for node ``i``, was a phase seen to end).  A save or evaluation the
     node announced is over when it then printed the line that ends it in healthy runs
     (``Timeline.closed``), or when the job went on training after it (``phase_ended``)."""
-    st, col = _walk(job.seqs[i], pos, stages)
+    counting = None
+    if counter is not None and i in counter.firsts:
+        untimed = i in counter.tracks and bool(np.isnan(counter.tracks[i][2]).all())
+        counting = (set(counter.cols), set(counter.firsts[i].astype(int).tolist()),
+                    2 if untimed else 1)
+    st, col = _walk(job.seqs[i], pos, stages, said[i] if said else None, counting)
     if st in ("checkpointing", "evaluation") and col is not None and (
             (timeline is not None and timeline.closed(job, i, col, pos))
             or phase_ended(job, counter, i, col, current)):
@@ -145,7 +207,8 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     """(stage, stage the error's own words name or ``None``), before iteration numbers
     are consulted."""
     pos, line, t0 = point
-    stage, over = _node_stage(job, stages, r, pos, counter, current, timeline)
+    said = occurrence_stages(job, profile, stages)
+    stage, over = _node_stage(job, stages, r, pos, counter, current, timeline, said)
     # the error's own words, and the code its traceback went through, may place it more
     # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
     anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
@@ -195,7 +258,13 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if hinted is None and (stage is None or stage in EARLY):
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
-        pack = _pack_stage(job, cross, stages, r, t_stage, counter, current, timeline)
+        pack = _pack_stage(job, cross, stages, r, t_stage, counter, current, timeline, said)
+        if (pack == "finalization" and not progressed and timeline is not None
+                and timeline.counters):
+            # healthy runs of this configuration counted steps before they finished, and
+            # this job counted none: what its peers printed is teardown of a job that
+            # never reached its loop (a store's "remote server shutdown" after a rank died)
+            pack = None
         if pack is not None and (stage is None or ORDER.index(pack) > ORDER.index(stage)):
             stage = pack
     if stage is None:
@@ -439,7 +508,8 @@ def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str |
 
 def _pack_stage(job: ParsedJob, cross: CrossJobResult, stages: list[str | None], r: int,
                 t0: float, counter: Counter | None, current: float | None,
-                timeline: Timeline | None) -> str | None:
+                timeline: Timeline | None,
+                said: list[dict[int, str]] | None = None) -> str | None:
     """Most common stage of the other nodes just before their own trouble began, counting
     only nodes whose first training line predates the culprit's failure when clocks tell."""
     votes: dict[str, int] = {}
@@ -448,7 +518,7 @@ def _pack_stage(job: ParsedJob, cross: CrossJobResult, stages: list[str | None],
         if i == r:
             continue
         p_i, _, _ = onset(job, cross, i)
-        st, _ = _node_stage(job, stages, i, p_i, counter, current, timeline)
+        st, _ = _node_stage(job, stages, i, p_i, counter, current, timeline, said)
         if st is None:
             continue
         if st not in EARLY and not math.isnan(t0) and train_cols:

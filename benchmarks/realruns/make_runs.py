@@ -111,19 +111,30 @@ class Config:
     step_sleep: float
     ifname: str = ""  # GLOO_SOCKET_IFNAME a site sets ("" = gloo resolves the host name)
     framework: str = "generic"
+    words: str = "default"  # how the script words its phases (train.PHASE_WORDS)
     extra: dict = field(default_factory=dict)
 
 
 #: configurations from this index on print progress bars (``train.BARS``) instead of lines;
 #: earlier ones keep the draws they were generated with
 PROGRESS_FROM = 16
+#: configurations from this index on mix: a bar or a line format (DeepSpeed's throughput
+#: line among them), and the script's own phase wording varies (train.PHASE_WORDS)
+MIXED_FROM = 28
 
 
 def make_config(set_name: str, index: int) -> Config:
     cfg = _make_config(set_name, index)
-    if index >= PROGRESS_FROM:
+    if PROGRESS_FROM <= index < MIXED_FROM:
         rng = random.Random(f"{set_name}-bar-{index}")
         cfg.iter_format = rng.choice(["tqdm", "tqdm_epoch"])
+    elif index >= MIXED_FROM:
+        rng = random.Random(f"{set_name}-mix-{index}")
+        if rng.random() < 0.4:
+            cfg.iter_format = rng.choice(["tqdm", "tqdm_epoch"])
+        elif rng.random() < 0.3:
+            cfg.iter_format = "ds_throughput"
+        cfg.words = rng.choice(["default", "hf", "deepspeed", "quiet"])
     return cfg
 
 
@@ -321,6 +332,8 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
                 "--workers", str(cfg.workers), "--log-format", cfg.log_format,
                 "--iter-format", cfg.iter_format, "--who", cfg.who,
                 "--step-sleep", str(cfg.step_sleep)]
+        if cfg.words != "default":
+            cmd += ["--phase-words", cfg.words]
         if cfg.faulthandler:
             cmd.append("--faulthandler")
         if cfg.record:
@@ -442,7 +455,7 @@ def make_case(out: Path, set_name: str, seed: int) -> dict:
         "baselines": ["baseline-0", "baseline-1"],
         "style": {"launcher": "torchrun", "prefix": cfg.launcher_view, "rdzv": cfg.rdzv,
                   "ranks_per_node": cfg.rpn, "log_format": cfg.log_format,
-                  "iter_format": cfg.iter_format, "who": cfg.who},
+                  "iter_format": cfg.iter_format, "who": cfg.who, "words": cfg.words},
         "injection": asdict(inj),
         "run": res,
     })
@@ -489,6 +502,7 @@ ITER_RX = {
     "epoch_batch": re.compile(r"\[Batch (\d+)\] loss"),
     "megatron": re.compile(r"iteration\s+(\d+)/\s*\d+ \|"),
     "kv": re.compile(r"global_step=(\d+) train_loss"),
+    "ds_throughput": re.compile(r"micro_step=\d+/global_step=(\d+),"),
     "tqdm": re.compile(r"\| *(\d+)/\d+ \["),
     "tqdm_epoch": re.compile(r"Epoch (\d+): [^\r\n]*?\| *(\d+)/(\d+) \["),
 }
@@ -554,7 +568,7 @@ def main(argv: list[str] | None = None) -> int:
         for s in seeds:
             cfg, inj = plan_case(args.set, s)
             print(f"case-{s}: {inj.kind} node={cfg.hosts[inj.node]} lr={inj.local_rank} it={inj.at_iter} "
-                  f"| {cfg.config_id} {cfg.launcher_view} {cfg.rdzv} {cfg.log_format}/{cfg.iter_format} "
+                  f"| {cfg.config_id} {cfg.launcher_view} {cfg.rdzv} {cfg.log_format}/{cfg.iter_format}/{cfg.words} "
                   f"who={cfg.who}")
         return 0
     if args.out is None:

@@ -52,6 +52,9 @@ ITER_FORMATS = {
     "megatron": " iteration {it:8d}/{total:8d} | elapsed time per iteration (ms): {ms:.1f} | "
                 "learning rate: {lr:.3E} | lm loss: {loss:.6E} |",
     "kv": "global_step={it} train_loss={loss:.4f} samples_per_sec={sps:.1f}",
+    # DeepSpeed's throughput timer line: two counters that advance together
+    "ds_throughput": "epoch={ep0}/micro_step={it}/global_step={it}, RunningAvgSamplesPerSec={sps:.3f}, "
+                     "CurrSamplesPerSec={sps:.3f}, MemAllocated=0.0GB, MaxMemAllocated=0.0GB",
     # progress bars (tqdm, as Hugging Face Trainer and PyTorch Lightning draw them): one
     # over all steps, or one per epoch; a loss dict every LOG_EVERY steps, as Trainer logs
     "tqdm": None,
@@ -59,6 +62,59 @@ ITER_FORMATS = {
 }
 BARS = ("tqdm", "tqdm_epoch")
 LOG_EVERY = 10
+
+#: how a script words its phases: each key is one moment of the run, each value the lines
+#: printed there ("default" is what configurations before PHASE_WORDS_FROM print). Real
+#: sites differ in exactly this: Hugging Face Trainer's banners, DeepSpeed's log_dist
+#: lines, or a script that prints nothing but its progress.
+PHASE_WORDS: dict[str, dict[str, list[str]]] = {
+    "default": {
+        "data_load": ["loading training data from {shard}"],
+        "data_ready": ["dataset ready: {n} samples, {nb} batches per epoch, num_workers={workers}"],
+        "weights_load": ["loading pretrained weights from {init}"],
+        "model_ready": ["model loaded: {npar} parameters, resumed from step {step0}"],
+        "train_start": ["starting training for {iters} iterations"],
+        "ckpt_start": ["saving checkpoint at iteration {it} to {path}"],
+        "ckpt_done": ["checkpoint saved: {path}"],
+        "eval_start": ["running evaluation at iteration {it}"],
+        "eval_done": ["eval: iteration {it} val_loss={val:.4f}"],
+        "final_start": ["training finished, saving final model"],
+        "final_done": ["final model written to {final}"],
+        "done": ["done"],
+    },
+    "hf": {
+        "data_load": ["Loading dataset shard {shard}"],
+        "data_ready": ["***** Running training *****", "  Num examples = {n}",
+                       "  Num Epochs = {epochs}", "  Total optimization steps = {iters}"],
+        "weights_load": ["loading weights file {init}"],
+        "model_ready": ["All model checkpoint weights were used when initializing MLP."],
+        "train_start": [],
+        "ckpt_start": ["Saving model checkpoint to {ckdir}/checkpoint-{it}"],
+        "ckpt_done": ["Model weights saved in {path}"],
+        "eval_start": ["***** Running Evaluation *****", "  Num examples = {nval}", "  Batch size = {batch}"],
+        "eval_done": ["{{'eval_loss': {val:.4f}, 'eval_runtime': 0.0123, 'epoch': {epf:.2f}}}"],
+        "final_start": ["Training completed. Do not forget to share your model on huggingface.co/models =)"],
+        "final_done": ["Saving model checkpoint to {final}"],
+        "done": [],
+    },
+    "deepspeed": {
+        "data_load": ["[Rank {rank}] reading samples from {shard}"],
+        "data_ready": [],
+        "weights_load": ["[Rank {rank}] Loading model from {init}"],
+        "model_ready": ["[Rank {rank}] Successfully loaded {npar} parameters"],
+        "train_start": [],
+        "ckpt_start": ["[Rank {rank}] Saving model checkpoint: {path}"],
+        "ckpt_done": ["[Torch] Saved {path}."],
+        "eval_start": [],
+        "eval_done": ["validation loss at iteration {it} | lm loss value: {val:.6E} |"],
+        "final_start": [],
+        "final_done": ["[Rank {rank}] Saving model checkpoint: {final}", "[Torch] Saved {final}."],
+        "done": [],
+    },
+    "quiet": {k: [] for k in ("data_load", "data_ready", "weights_load", "model_ready", "train_start",
+                              "ckpt_start", "ckpt_done", "eval_start", "eval_done", "final_start",
+                              "final_done", "done")},
+}
 
 
 class Out:
@@ -68,6 +124,7 @@ class Out:
         self.rank = rank
         self.who = who  # "all", "local0" or "global0": which ranks print progress
         self.fmt = fmt
+        self.words = "default"
         if LOG_FORMATS[fmt] is None:
             self.log = None
         else:
@@ -84,6 +141,11 @@ class Out:
         else:
             self.log.info(msg)
             sys.stdout.flush()
+
+    def say(self, moment: str, **fields) -> None:
+        """Print the lines this job's wording has for one moment of the run (maybe none)."""
+        for line in PHASE_WORDS[self.words][moment]:
+            self.info(line.format(**fields))
 
     def warning(self, msg: str) -> None:
         if self.log is None:
@@ -174,6 +236,7 @@ def main() -> int:
     ap.add_argument("--log-format", choices=sorted(LOG_FORMATS), default="plain")
     ap.add_argument("--iter-format", choices=sorted(ITER_FORMATS), default="iter_slash")
     ap.add_argument("--who", choices=("all", "local0", "global0"), default="local0")
+    ap.add_argument("--phase-words", choices=sorted(PHASE_WORDS), default="default")
     ap.add_argument("--step-sleep", type=float, default=0.05)
     ap.add_argument("--faulthandler", action="store_true")
     ap.add_argument("--record", action="store_true", help="(consumed before main: torchrun's @record)")
@@ -190,6 +253,7 @@ def main() -> int:
     fault_rank = int(os.environ.get("L4RR_FAULT_LOCAL_RANK", "0"))
     mine = bool(fault) and local_rank == fault_rank
     out = Out(args.log_format, rank, args.who)
+    out.words = args.phase_words
     talk = out.speaks(local_rank)
     torch.manual_seed(1234 + rank)
     torch.set_num_threads(1)
@@ -207,31 +271,31 @@ def main() -> int:
     data_dir = args.node_dir / "data"
     shard = data_dir / f"shard-{rank:05d}.pt"
     if talk:
-        out.info(f"loading training data from {shard}")
+        out.say("data_load", shard=shard, rank=rank)
     ds = ShardDataset(shard)
     loader = DataLoader(ds, batch_size=args.batch, shuffle=True, num_workers=args.workers,
                         drop_last=True, persistent_workers=args.workers > 0)
     if talk:
-        out.info(f"dataset ready: {len(ds)} samples, {len(loader)} batches per epoch, "
-                 f"num_workers={args.workers}")
+        out.say("data_ready", n=len(ds), nb=len(loader), workers=args.workers, rank=rank,
+                epochs=-(-args.iters // max(len(loader), 1)), iters=args.iters)
 
     # ---- model loading
     model = build_model()
     init = args.node_dir / "init.pt"
     if talk:
-        out.info(f"loading pretrained weights from {init}")
+        out.say("weights_load", init=init, rank=rank)
     state = torch.load(init, weights_only=True)
     model.load_state_dict(state["model"])
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     opt = torch.optim.SGD(ddp.parameters(), lr=0.01, momentum=0.9)
     if talk:
         n_par = sum(p.numel() for p in model.parameters())
-        out.info(f"model loaded: {n_par} parameters, resumed from step {state.get('step', 0)}")
+        out.say("model_ready", npar=n_par, step0=state.get("step", 0), rank=rank)
     dist.barrier()
 
     # ---- training
     if talk:
-        out.info(f"starting training for {args.iters} iterations")
+        out.say("train_start", iters=args.iters, rank=rank)
     fmt = ITER_FORMATS[args.iter_format]
     it, epoch = 0, 0
     loader_iter = iter(loader)
@@ -283,45 +347,45 @@ def main() -> int:
                           file=sys.stdout)
         elif talk:
             out.info(fmt.format(it=it, total=args.iters, loss=loss.item(), lr=0.01, ms=ms, gn=gn,
-                                ep=epoch + 1, sps=args.batch / max(ms, 1e-3) * 1000))
+                                ep=epoch + 1, ep0=epoch, sps=args.batch / max(ms, 1e-3) * 1000))
 
         # ---- checkpointing (node-local disk: local rank 0 of each node writes)
         if it % args.ckpt_every == 0 and it < args.iters:
             path = args.node_dir / "ckpt" / f"step_{it:06d}.pt"
             if local_rank == 0:
                 if talk:
-                    out.info(f"saving checkpoint at iteration {it} to {path}")
+                    out.say("ckpt_start", it=it, path=path, ckdir=path.parent, rank=rank)
                 torch.save({"model": model.state_dict(), "opt": opt.state_dict(), "step": it}, path)
                 if talk:
-                    out.info(f"checkpoint saved: {path}")
+                    out.say("ckpt_done", it=it, path=path, rank=rank)
             dist.barrier()
 
         # ---- evaluation
         if it % args.eval_every == 0 and it < args.iters:
             if talk:
-                out.info(f"running evaluation at iteration {it}")
+                out.say("eval_start", it=it, nval=64, batch=args.batch, rank=rank)
             val = torch.load(data_dir / "val.pt", weights_only=True)
             with torch.no_grad():
                 vl = torch.nn.functional.mse_loss(model(val["x"]).squeeze(-1), val["y"])
             t = vl.detach().clone()
             dist.all_reduce(t)
             if talk:
-                out.info(f"eval: iteration {it} val_loss={t.item() / world:.4f}")
+                out.say("eval_done", it=it, val=t.item() / world, epf=it / max(len(loader), 1), rank=rank)
 
     # ---- finalization
     if bar is not None:
         bar.close()
     if talk:
-        out.info("training finished, saving final model")
+        out.say("final_start", rank=rank)
     if local_rank == 0:
         final = args.node_dir / "export" / "model_final.pt"
         torch.save({"model": model.state_dict(), "step": it}, final)
         if talk:
-            out.info(f"final model written to {final}")
+            out.say("final_done", final=final, rank=rank)
     dist.barrier()
     dist.destroy_process_group()
     if talk:
-        out.info("done")
+        out.say("done", rank=rank)
     return 0
 
 
