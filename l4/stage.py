@@ -48,8 +48,10 @@ def stage_at(seq: np.ndarray, pos: int, stages: list[str | None]) -> str | None:
 
 def _walk(seq: np.ndarray, pos: int, stages: list[str | None],
           said: dict[int, str] | None = None,
-          counting: tuple[set[int], set[int], int] | None = None) -> tuple[str | None, int | None]:
-    """(``stage_at``, the event column that decided it).
+          counting: tuple[set[int], set[int], int] | None = None
+          ) -> tuple[str | None, int | None, bool]:
+    """(``stage_at``, the event column that decided it, whether the last save or
+    evaluation it went through was seen to end by new counts).
 
     ``said``: record position -> stage, for records of a merged event whose own text names
     a stage its template no longer does (``occurrence_stages``).  ``counting``: (counter
@@ -64,6 +66,7 @@ def _walk(seq: np.ndarray, pos: int, stages: list[str | None],
     col: int | None = None
     trained = False
     fresh = 0
+    resumed = False
     for p, c in enumerate(seq[: max(pos, 0)].tolist()):
         st = said.get(p, stages[c]) if said else stages[c]
         if st is None:
@@ -75,6 +78,9 @@ def _walk(seq: np.ndarray, pos: int, stages: list[str | None],
             fresh += 1
             if fresh < counting[2]:
                 continue
+            resumed = True
+        elif st != "training":
+            resumed = False
         fresh = 0
         if st == "training":
             trained = True
@@ -83,7 +89,7 @@ def _walk(seq: np.ndarray, pos: int, stages: list[str | None],
         if current == "finalization":
             break
         current, col = st, c
-    return current, col
+    return current, col, resumed
 
 
 def occurrence_stages(job: ParsedJob, profile: Profile,
@@ -133,7 +139,9 @@ def _node_stage(job: ParsedJob, stages: list[str | None], i: int, pos: int,
         untimed = i in counter.tracks and bool(np.isnan(counter.tracks[i][2]).all())
         counting = (set(counter.cols), set(counter.firsts[i].astype(int).tolist()),
                     2 if untimed else 1)
-    st, col = _walk(job.seqs[i], pos, stages, said[i] if said else None, counting)
+    st, col, resumed = _walk(job.seqs[i], pos, stages, said[i] if said else None, counting)
+    if resumed and st == "training":
+        return st, True
     if st in ("checkpointing", "evaluation") and col is not None and (
             (timeline is not None and timeline.closed(job, i, col, pos))
             or phase_ended(job, counter, i, col, current)):

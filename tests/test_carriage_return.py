@@ -101,3 +101,38 @@ def test_a_job_whose_only_counter_is_its_progress_bar_gets_its_iteration(tmp_pat
     assert rep["stage"] == "training"
     # 730 steps done: the 731st was in progress (the redraw after the traceback is no step)
     assert rep["iterations"][0]["iteration"] == 731, rep["iterations"]
+
+
+def test_text_glued_to_a_bar_update_is_a_line_of_its_own(tmp_path):
+    """A bar leaves the cursor at the end of its line: the next print (here the banner that
+    starts an evaluation, as Hugging Face Trainer prints it) lands on the same line."""
+    p = tmp_path / "n.log"
+    with p.open("w") as fh:
+        bar = tqdm(total=60, file=fh, mininterval=0, miniters=1, ncols=100)
+        for _ in range(25):
+            bar.update(1)
+            bar.set_postfix(loss="1.6278", refresh=True)
+        fh.write("[default0]:***** Running Evaluation *****\n")
+        fh.write("a line with 3/9 [it/s] in it stays whole\n")
+    lines = [ln for ln in _lines(p) if ln]
+    assert lines[-2] == b"[default0]:***** Running Evaluation *****"
+    assert re.search(rb"\| 25/60 \[[^\]]*it/s, loss=1\.6278\]$", lines[-3])
+    assert lines[-1] == b"a line with 3/9 [it/s] in it stays whole"
+
+
+_BAR = b"| 3/9 [00:01<00:02, 1.5it/s]"
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.sampled_from([b"x", b"12", b"\r", b"\n", b" ", _BAR, b"[d0]:"]), max_size=120),
+       st.integers(min_value=1, max_value=16))
+def test_glued_bars_split_the_same_whatever_the_block_boundaries(tmp_path_factory, parts, block):
+    data = b"".join(parts)
+    p = tmp_path_factory.mktemp("glue") / "n.log"
+    p.write_bytes(data)
+    whole = _lines(p, block_size=1 << 20)
+    assert _lines(p, block_size=block) == whole
+    for ln in whole:  # a bar update ends its line; nothing else is cut
+        at = ln.find(_BAR)
+        assert at < 0 or ln.endswith(_BAR)
+    assert b"".join(whole) == re.sub(rb"\r|\n", b"", data)
