@@ -31,6 +31,7 @@ from l4.crossjob import normal_rows
 from l4.iterations import Counter, find_counter
 from l4.merge import ParsedJob
 from l4.profiles import EARLY, choose_profile
+from l4.schedule import Schedule, schedules
 from l4.severity import has_words
 
 STARTUP, LOOP_PHASE, END = "startup", "loop", "end"
@@ -48,6 +49,8 @@ class Timeline:
     counters: set[int] = field(default_factory=set)  # what counted the healthy runs' steps
     # save or evaluation announcement -> the lines that end it in healthy runs
     closers: dict[int, set[int]] = field(default_factory=dict)
+    # periodic phases the healthy runs reported, with their grids (``l4.schedule``)
+    schedules: list[Schedule] = field(default_factory=list)
     jobs: int = 0
 
     def startup_ids(self) -> set[int]:
@@ -160,6 +163,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     pending: list[tuple[ParsedJob, int]] = []  # nodes that print no counter of their own
     ends: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     announcers: dict[int, int] = defaultdict(int)
+    periodic: list[Schedule] = []
     for job in jobs:
         profile = choose_profile(job.templates, job.framework)
         stages = [profile.stage_of(t) for t in job.templates]
@@ -173,6 +177,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             text.setdefault(cid, job.templates[c])
         training = np.array([st == "training" for st in stages], dtype=bool)
         _learn_closers(job, stages, set(counter.cols), ends, announcers)
+        periodic.extend(s for s in schedules(job, profile) if s not in periodic)
         for r in range(job.n_nodes):
             bounds = _loop_bounds(job, r, counter.tracks.get(r), training)
             if bounds is None:
@@ -191,7 +196,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             _vote(job, r, (start, int(job.n_records[r])), votes, places)
     if not used:
         return None
-    tl = Timeline(jobs=used, counters=counted)
+    tl = Timeline(jobs=used, counters=counted, schedules=periodic)
     nodes = sum(job.n_nodes for job in jobs)
     for cid, v in votes.items():
         tl.share[cid] = sum(v.values()) / max(nodes, 1)
@@ -387,4 +392,5 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         out.counters |= p.counters
         for a, ends in p.closers.items():
             out.closers.setdefault(a, set()).update(ends)
+        out.schedules.extend(s for s in p.schedules if s not in out.schedules)
     return out

@@ -24,6 +24,7 @@ from l4.merge import ParsedJob
 from l4.onset import onset, time_near
 from l4.phases import Timeline
 from l4.profiles import EARLY, Profile
+from l4.schedule import scheduled_phase
 
 ORDER = ("initialization", "data_loading", "model_loading", "training", "checkpointing",
           "evaluation", "finalization")
@@ -203,7 +204,8 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         # that, whether the job stopped where its schedule says it validates
         after = phase_after(job, profile, stages, current - counter.step)
         if after is None and stage == "training":
-            after = scheduled_phase(job, profile, current - counter.step)
+            after = scheduled_phase(job, profile, current - counter.step,
+                                    timeline.schedules if timeline is not None else ())
         stage = after or stage
     return stage
 
@@ -405,40 +407,6 @@ def _saving_after(job: ParsedJob, stages: list[str | None], resume: list[int], i
         if at > line and not any(job.last_line[i, rc] > at for rc in resume):
             return True
     return False
-
-
-def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float) -> str | None:
-    """The periodic phase (evaluation, save) due right after iteration ``last_done``.
-
-    Some frameworks announce an evaluation only when it ends ("validation loss at
-    iteration 50"); the iterations those lines name give the schedule (every 25), so a
-    job that stopped after completing iteration 75 without its report was validating.
-    The first and last report and how many there were are enough to read the schedule.
-    """
-    if last_done is None or math.isnan(last_done) or last_done <= 0:
-        return None
-    done = int(last_done)
-    for stage, rx in profile.periodic:
-        for c, template in enumerate(job.templates):
-            if not rx.search(template):
-                continue
-            for i in np.nonzero(job.counts[:, c] >= 2)[0].tolist():
-                if c not in job.examples[i] or c not in job.last_examples[i]:
-                    continue
-                a = numbers_in(job.examples[i][c][1])
-                b = numbers_in(job.last_examples[i][c])
-                pair = next(((x, y) for x, y in zip(a, b, strict=False)
-                             if 0 < x < y and x == int(x) and y == int(y)), None)
-                if pair is None or len(a) != len(b):
-                    continue
-                first, last = int(pair[0]), int(pair[1])
-                k = int(job.counts[i, c])
-                every = math.gcd(first, last)
-                if (last - first) % (k - 1) == 0:
-                    every = math.gcd(every, (last - first) // (k - 1))
-                if every > 1 and done > last and done % every == 0:
-                    return stage
-    return None
 
 
 def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
