@@ -183,7 +183,8 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
     models: dict[frozenset, category.CategoryModel] = {}
     full = category.train(samples)  # only a starting point for the folds' solver
     ours, base = [], []
-    n_exists = pat1_ours = pat1_base = 0
+    n_exists = pat1_ours = pat1_base = pat1_ranked = pat3_ranked = 0
+    misses: list[dict] = []
     per_cat: dict[str, list[int]] = {}
     calib: list[tuple[dict[str, float], str]] = []
     for p in patterns[::max(every, 1)]:  # the queries; the library is always all of it
@@ -196,8 +197,12 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
         elif excl not in models:
             models[excl] = category.train([s for s in samples if s.pattern_id not in excl],
                                           init=full)
-        m = rootcause.match_lines_full(p["indicators"], kb=kb, top_k=3, exclude=excl,
-                                       model=models[excl])
+        # every pattern ranked (no threshold): which one is first and whether it is shown
+        # are separate questions; the categories do not depend on the caller's threshold
+        m = rootcause.match_lines_full(p["indicators"], kb=kb, top_k=len(patterns), exclude=excl,
+                                       model=models[excl], threshold=0.0)
+        ranked_all = m.root_causes
+        m.root_causes = [r for r in ranked_all if r["similarity"] >= rootcause.THRESHOLD][:3]
         cats = [c["category"] for c in m.categories]
         kw = KeywordBaseline([q for q in patterns if q["id"] not in excl]).rank(p["indicators"])
         label = {"category": p["category"], "patterns": []}
@@ -211,20 +216,35 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
             n_exists += 1
             pat1_ours += bool(m.root_causes) and m.root_causes[0]["pattern_id"] in exists
             pat1_base += bool(kw) and kw[0]["pattern_id"] in exists
+            ids = [r["pattern_id"] for r in ranked_all]
+            rank = min((ids.index(e) for e in exists if e in ids), default=len(ids))
+            pat1_ranked += rank == 0
+            pat3_ranked += rank < 3
+            if not (m.root_causes and m.root_causes[0]["pattern_id"] in exists):
+                misses.append({
+                    "pattern": p["id"], "category": p["category"], "same_fault": sorted(exists),
+                    "first": ids[0] if ids else None,
+                    "first_score": ranked_all[0]["similarity"] if ranked_all else 0.0,
+                    "same_fault_rank": rank + 1,
+                    "same_fault_score": ranked_all[rank]["similarity"] if rank < len(ids) else 0.0,
+                    "shown": bool(m.root_causes)})
         if verbose:
             ok = "ok " if cats[0] == p["category"] else "-- "
             print(f"{ok}{p['id']} [{p['category']}] got {m.categories[0]} "
                   f"top={[r['pattern_id'] for r in m.root_causes]} exists={sorted(exists)}",
                   file=sys.stderr)
     mo, mb = _metrics(ours), _metrics(base)
+    ranked = {"pattern_top1_ranked": pat1_ranked / max(n_exists, 1),
+              "pattern_top3_ranked": pat3_ranked / max(n_exists, 1)}
     if patterns_only:
         return {"n": mo["n"], "n_pattern_exists": n_exists, "patterns_only": True,
-                "ours": {"pattern_top1_where_exists": pat1_ours / max(n_exists, 1)},
-                "keyword_baseline": {"pattern_top1_where_exists": pat1_base / max(n_exists, 1)}}
+                "ours": {"pattern_top1_where_exists": pat1_ours / max(n_exists, 1), **ranked},
+                "keyword_baseline": {"pattern_top1_where_exists": pat1_base / max(n_exists, 1)},
+                "pattern_misses": misses}
     return {
-        "n": mo["n"], "n_pattern_exists": n_exists,
+        "n": mo["n"], "n_pattern_exists": n_exists, "pattern_misses": misses,
         "ours": {"category_top1": mo["category_top1"], "category_top3": mo["category_top3"],
-                 "pattern_top1_where_exists": pat1_ours / max(n_exists, 1),
+                 "pattern_top1_where_exists": pat1_ours / max(n_exists, 1), **ranked,
                  "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(per_cat.items())},
                  "calibration": calibration(calib)},
         "keyword_baseline": {"category_top1": mb["category_top1"], "category_top3": mb["category_top3"],
@@ -406,6 +426,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a constant of l4.category (or rootcause.NAME) for this run")
     ap.add_argument("--no-heldout", action="store_true", help="skip the held-out excerpts "
                     "(development runs: the held-out figure is measured once, at the end)")
+    ap.add_argument("--misses", action="store_true", help="print the leave-one-source-out "
+                    "pattern misses: the first ranked pattern, the same-fault one's rank and scores")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
     args = ap.parse_args(argv)
     if not args.data.is_file():
@@ -511,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
     })
     if sweep is not None:
         result["calibration"] = sweep
+    result["show_misses"] = args.misses
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -533,14 +556,26 @@ def _print_text(result: dict, sweep: list | None) -> None:
         lo = result["loso"]
         print(f"leave-one-source-out: {lo['n']} patterns ({lo['n_pattern_exists']} with the same "
               f"fault from another source), {lo['seconds']} s")
-        print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1*':>10}")
+        print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1*':>10}{'ranked 1':>9}{'ranked 3':>9}")
         for name in ("ours", "keyword_baseline"):
             m = lo[name]
+            r1 = f"{m['pattern_top1_ranked']:9.1%}" if "pattern_top1_ranked" in m else f"{'-':>9}"
+            r3 = f"{m['pattern_top3_ranked']:9.1%}" if "pattern_top3_ranked" in m else f"{'-':>9}"
             if lo.get("patterns_only"):
-                print(f"{name:28}{'-':>9}{'-':>9}{m['pattern_top1_where_exists']:10.1%}")
+                print(f"{name:28}{'-':>9}{'-':>9}{m['pattern_top1_where_exists']:10.1%}{r1}{r3}")
                 continue
             print(f"{name:28}{m['category_top1']:9.1%}{m['category_top3']:9.1%}"
-                  f"{m['pattern_top1_where_exists']:10.1%}")
+                  f"{m['pattern_top1_where_exists']:10.1%}{r1}{r3}")
+        print("  * first suggestion shown (score >= threshold) is the same fault; ranked: the "
+              "first of all patterns, whatever its score")
+        if result.get("show_misses"):
+            print("  pattern misses (first shown is not the same fault):")
+            print(f"  {'pattern':38} {'first ranked':38} {'score':>6} {'same-fault':38} "
+                  f"{'rank':>4} {'score':>6}")
+            for r in lo["pattern_misses"]:
+                print(f"  {r['pattern'][:38]:38} {str(r['first'])[:38]:38} {r['first_score']:6.3f} "
+                      f"{','.join(r['same_fault'])[:38]:38} {r['same_fault_rank']:4d} "
+                      f"{r['same_fault_score']:6.3f}")
         if not lo.get("patterns_only") and lo["ours"].get("calibration"):
             c = lo["ours"]["calibration"]
             print(f"  confidence: ECE {c['ece']:.3f}, mean top confidence when right "
