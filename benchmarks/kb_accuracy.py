@@ -15,7 +15,11 @@ guesses, so it is never silent):
    ``categories`` field), and pattern top-1 where the pattern exists: P counts only when
    another pattern of the same fault survives the exclusion; the same fault means the
    same group in benchmarks/kb_same_fault.yaml (reviewed), or the same category and an
-   indicator line of one matching the other literally as a wildcard template.
+   indicator line of one matching the other literally as a wildcard template.  Which
+   pattern ranks first and whether it is shown are separate questions, so the ranking of
+   all patterns (no threshold: ``pattern_top1_ranked`` / ``pattern_top3_ranked``) is
+   reported too; ``--misses`` prints each miss with the first ranked pattern, the
+   same-fault pattern's rank and both scores.
 2. Held-out real excerpts: a failure excerpt of real-failures.jsonl is held out when
    ``int(sha256(SALT + id), 16) % 10 < 3`` (28 of 91); the seed library was written
    from the others; labels in benchmarks/kb_heldout_labels.yaml.  Category top-1/top-3
@@ -25,6 +29,10 @@ guesses, so it is never silent):
 4. ``--timing``: ``l4 kb match`` on a 50-line excerpt as a user runs it (a new process
    each time, ``python -m l4.cli``): median of 5 runs when every line is already in the
    knowledge base's embedding cache, and when every line is new (a fresh token per run).
+
+``--excerpts-loso`` adds the category of the NON-held-out real failure excerpts with a
+category, each with every pattern citing its source left out of the matcher and of the
+classifier (development data closest to a new user's text).
 
 ``--patterns-only`` runs the leave-one-source-out for pattern top-1 alone (the folds'
 classifiers are not fitted, so no category figures): how l4.rootcause's RARE_* constants
