@@ -15,7 +15,11 @@ guesses, so it is never silent):
    ``categories`` field), and pattern top-1 where the pattern exists: P counts only when
    another pattern of the same fault survives the exclusion; the same fault means the
    same group in benchmarks/kb_same_fault.yaml (reviewed), or the same category and an
-   indicator line of one matching the other literally as a wildcard template.
+   indicator line of one matching the other literally as a wildcard template.  Which
+   pattern ranks first and whether it is shown are separate questions, so the ranking of
+   all patterns (no threshold: ``pattern_top1_ranked`` / ``pattern_top3_ranked``) is
+   reported too; ``--misses`` prints each miss with the first ranked pattern, the
+   same-fault pattern's rank and both scores.
 2. Held-out real excerpts: a failure excerpt of real-failures.jsonl is held out when
    ``int(sha256(SALT + id), 16) % 10 < 3`` (28 of 91); the seed library was written
    from the others; labels in benchmarks/kb_heldout_labels.yaml.  Category top-1/top-3
@@ -25,6 +29,10 @@ guesses, so it is never silent):
 4. ``--timing``: ``l4 kb match`` on a 50-line excerpt as a user runs it (a new process
    each time, ``python -m l4.cli``): median of 5 runs when every line is already in the
    knowledge base's embedding cache, and when every line is new (a fresh token per run).
+
+``--excerpts-loso`` adds the category of the NON-held-out real failure excerpts with a
+category, each with every pattern citing its source left out of the matcher and of the
+classifier (development data closest to a new user's text).
 
 ``--patterns-only`` runs the leave-one-source-out for pattern top-1 alone (the folds'
 classifiers are not fitted, so no category figures): how l4.rootcause's RARE_* constants
@@ -183,7 +191,8 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
     models: dict[frozenset, category.CategoryModel] = {}
     full = category.train(samples)  # only a starting point for the folds' solver
     ours, base = [], []
-    n_exists = pat1_ours = pat1_base = 0
+    n_exists = pat1_ours = pat1_base = pat1_ranked = pat3_ranked = 0
+    misses: list[dict] = []
     per_cat: dict[str, list[int]] = {}
     calib: list[tuple[dict[str, float], str]] = []
     for p in patterns[::max(every, 1)]:  # the queries; the library is always all of it
@@ -196,8 +205,12 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
         elif excl not in models:
             models[excl] = category.train([s for s in samples if s.pattern_id not in excl],
                                           init=full)
-        m = rootcause.match_lines_full(p["indicators"], kb=kb, top_k=3, exclude=excl,
-                                       model=models[excl])
+        # every pattern ranked (no threshold): which one is first and whether it is shown
+        # are separate questions; the categories do not depend on the caller's threshold
+        m = rootcause.match_lines_full(p["indicators"], kb=kb, top_k=len(patterns), exclude=excl,
+                                       model=models[excl], threshold=0.0)
+        ranked_all = m.root_causes
+        m.root_causes = [r for r in ranked_all if r["similarity"] >= rootcause.THRESHOLD][:3]
         cats = [c["category"] for c in m.categories]
         kw = KeywordBaseline([q for q in patterns if q["id"] not in excl]).rank(p["indicators"])
         label = {"category": p["category"], "patterns": []}
@@ -211,25 +224,72 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
             n_exists += 1
             pat1_ours += bool(m.root_causes) and m.root_causes[0]["pattern_id"] in exists
             pat1_base += bool(kw) and kw[0]["pattern_id"] in exists
+            ids = [r["pattern_id"] for r in ranked_all]
+            rank = min((ids.index(e) for e in exists if e in ids), default=len(ids))
+            pat1_ranked += rank == 0
+            pat3_ranked += rank < 3
+            if not (m.root_causes and m.root_causes[0]["pattern_id"] in exists):
+                misses.append({
+                    "pattern": p["id"], "category": p["category"], "same_fault": sorted(exists),
+                    "first": ids[0] if ids else None,
+                    "first_score": ranked_all[0]["similarity"] if ranked_all else 0.0,
+                    "same_fault_rank": rank + 1,
+                    "same_fault_score": ranked_all[rank]["similarity"] if rank < len(ids) else 0.0,
+                    "shown": bool(m.root_causes)})
         if verbose:
             ok = "ok " if cats[0] == p["category"] else "-- "
             print(f"{ok}{p['id']} [{p['category']}] got {m.categories[0]} "
                   f"top={[r['pattern_id'] for r in m.root_causes]} exists={sorted(exists)}",
                   file=sys.stderr)
     mo, mb = _metrics(ours), _metrics(base)
+    ranked = {"pattern_top1_ranked": pat1_ranked / max(n_exists, 1),
+              "pattern_top3_ranked": pat3_ranked / max(n_exists, 1)}
     if patterns_only:
         return {"n": mo["n"], "n_pattern_exists": n_exists, "patterns_only": True,
-                "ours": {"pattern_top1_where_exists": pat1_ours / max(n_exists, 1)},
-                "keyword_baseline": {"pattern_top1_where_exists": pat1_base / max(n_exists, 1)}}
+                "ours": {"pattern_top1_where_exists": pat1_ours / max(n_exists, 1), **ranked},
+                "keyword_baseline": {"pattern_top1_where_exists": pat1_base / max(n_exists, 1)},
+                "pattern_misses": misses}
     return {
-        "n": mo["n"], "n_pattern_exists": n_exists,
+        "n": mo["n"], "n_pattern_exists": n_exists, "pattern_misses": misses,
         "ours": {"category_top1": mo["category_top1"], "category_top3": mo["category_top3"],
-                 "pattern_top1_where_exists": pat1_ours / max(n_exists, 1),
+                 "pattern_top1_where_exists": pat1_ours / max(n_exists, 1), **ranked,
                  "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(per_cat.items())},
                  "calibration": calibration(calib)},
         "keyword_baseline": {"category_top1": mb["category_top1"], "category_top3": mb["category_top3"],
                              "pattern_top1_where_exists": pat1_base / max(n_exists, 1)},
     }
+
+
+def excerpts_loso(kb: Path, patterns: list[dict], samples: list, excerpts: list[dict], *,
+                  verbose: bool = False) -> dict:
+    """Leave-source-out on real excerpts: every NON-held-out failure excerpt with a known
+    category, matched with every pattern citing the excerpt's source left out of the
+    matcher and of the classifier's training data.  Closer to a new user's text than the
+    library's own indicator lines (tracebacks, launcher noise, several faults' echoes);
+    development data (the held-out excerpts are never used here)."""
+    full = category.train(samples)
+    rows = []
+    for e in excerpts:
+        if e.get("category") not in category.CATEGORIES or held_out(e["id"]):
+            continue
+        excl = frozenset(p["id"] for p in patterns if e.get("source") in p["sources"])
+        model = category.train([s for s in samples if s.pattern_id not in excl], init=full) if excl else full
+        m = rootcause.match_lines_full(e["lines"], kb=kb, top_k=3, exclude=excl, model=model)
+        cats = [c["category"] for c in m.categories]
+        kw = KeywordBaseline([q for q in patterns if q["id"] not in excl]).rank(e["lines"])
+        rows.append((e["category"], cats, _cats_of(kw)))
+        if verbose:
+            print(f"{'ok ' if cats[0] == e['category'] else '-- '}{e['id']} [{e['category']}] "
+                  f"got {m.categories[0]} top={[r['pattern_id'] for r in m.root_causes]}", file=sys.stderr)
+    n = max(len(rows), 1)
+    by: dict[str, list[int]] = {}
+    for want, cats, _ in rows:
+        by.setdefault(want, []).append(int(cats[0] == want))
+    return {"n": len(rows),
+            "category_top1": sum(c[0] == w for w, c, _ in rows) / n,
+            "category_top3": sum(w in c[:3] for w, c, _ in rows) / n,
+            "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(by.items())},
+            "keyword_baseline_top1": sum(bool(b) and b[0] == w for w, _, b in rows) / n}
 
 
 def calibration(rows: list[tuple[dict[str, float], str]], bins: int = 10) -> dict:
@@ -406,6 +466,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="override a constant of l4.category (or rootcause.NAME) for this run")
     ap.add_argument("--no-heldout", action="store_true", help="skip the held-out excerpts "
                     "(development runs: the held-out figure is measured once, at the end)")
+    ap.add_argument("--excerpts-loso", action="store_true", help="also: category of the "
+                    "NON-held-out real excerpts with every pattern citing the excerpt's source left out")
+    ap.add_argument("--misses", action="store_true", help="print the leave-one-source-out "
+                    "pattern misses: the first ranked pattern, the same-fault one's rank and scores")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
     args = ap.parse_args(argv)
     if not args.data.is_file():
@@ -456,13 +520,16 @@ def main(argv: list[str] | None = None) -> int:
             print(json.dumps(t, indent=2))
             return 0
 
-        if not args.no_loso or args.sweep:
+        if not args.no_loso or args.sweep or args.excerpts_loso:
             samples = rootcause.training_samples(kbstore.category_training_rows(kb=kb), kb)
         if not args.no_loso:
             t0 = time.perf_counter()
             result["loso"] = loso(kb, patterns, samples, verbose=args.verbose, every=args.every,
                                   patterns_only=args.patterns_only)
             result["loso"]["seconds"] = round(time.perf_counter() - t0, 1)
+        if args.excerpts_loso:
+            result["excerpts_loso"] = excerpts_loso(kb, patterns, samples, failures,
+                                                    verbose=args.verbose)
         if args.sweep:
             grid = [{"C": c, "SHARPNESS": sh, "MATCH_GAMMA": g}
                     for c in (1.0, 4.0, 16.0) for sh in (4.0, 12.0, 30.0) for g in (0.0, 3.0, 6.0)]
@@ -511,6 +578,7 @@ def main(argv: list[str] | None = None) -> int:
     })
     if sweep is not None:
         result["calibration"] = sweep
+    result["show_misses"] = args.misses
     if args.json:
         print(json.dumps(result, indent=2))
         return 0
@@ -533,14 +601,26 @@ def _print_text(result: dict, sweep: list | None) -> None:
         lo = result["loso"]
         print(f"leave-one-source-out: {lo['n']} patterns ({lo['n_pattern_exists']} with the same "
               f"fault from another source), {lo['seconds']} s")
-        print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1*':>10}")
+        print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1*':>10}{'ranked 1':>9}{'ranked 3':>9}")
         for name in ("ours", "keyword_baseline"):
             m = lo[name]
+            r1 = f"{m['pattern_top1_ranked']:9.1%}" if "pattern_top1_ranked" in m else f"{'-':>9}"
+            r3 = f"{m['pattern_top3_ranked']:9.1%}" if "pattern_top3_ranked" in m else f"{'-':>9}"
             if lo.get("patterns_only"):
-                print(f"{name:28}{'-':>9}{'-':>9}{m['pattern_top1_where_exists']:10.1%}")
+                print(f"{name:28}{'-':>9}{'-':>9}{m['pattern_top1_where_exists']:10.1%}{r1}{r3}")
                 continue
             print(f"{name:28}{m['category_top1']:9.1%}{m['category_top3']:9.1%}"
-                  f"{m['pattern_top1_where_exists']:10.1%}")
+                  f"{m['pattern_top1_where_exists']:10.1%}{r1}{r3}")
+        print("  * first suggestion shown (score >= threshold) is the same fault; ranked: the "
+              "first of all patterns, whatever its score")
+        if result.get("show_misses"):
+            print("  pattern misses (first shown is not the same fault):")
+            print(f"  {'pattern':38} {'first ranked':38} {'score':>6} {'same-fault':38} "
+                  f"{'rank':>4} {'score':>6}")
+            for r in lo["pattern_misses"]:
+                print(f"  {r['pattern'][:38]:38} {str(r['first'])[:38]:38} {r['first_score']:6.3f} "
+                      f"{','.join(r['same_fault'])[:38]:38} {r['same_fault_rank']:4d} "
+                      f"{r['same_fault_score']:6.3f}")
         if not lo.get("patterns_only") and lo["ours"].get("calibration"):
             c = lo["ours"]["calibration"]
             print(f"  confidence: ECE {c['ece']:.3f}, mean top confidence when right "
@@ -549,6 +629,12 @@ def _print_text(result: dict, sweep: list | None) -> None:
         if not lo.get("patterns_only"):
             print("  category top-1 by category: " + ", ".join(
                 f"{k} {v:.0%}" for k, v in lo["ours"]["category_top1_by_category"].items()))
+    if "excerpts_loso" in result:
+        x = result["excerpts_loso"]
+        print(f"real excerpts, leave-source-out ({x['n']} non-held-out with a category): category "
+              f"top-1 {x['category_top1']:.1%}, top-3 {x['category_top3']:.1%} (keyword baseline "
+              f"top-1 {x['keyword_baseline_top1']:.1%}); " + ", ".join(
+                  f"{k} {v:.0%}" for k, v in x["category_top1_by_category"].items()))
     km = result["kb_match"]
     print(f"held-out excerpts: {km['n']} ({km['n_with_pattern']} with a labelled pattern)")
     print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1':>9}{'pat top3':>9}")

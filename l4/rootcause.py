@@ -591,22 +591,6 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 c in u.codes for c in p.codes for u in units if u.role != "symptom"):
             echo_only.add(p.id)  # matched on what the victims echo, not on the culprit
 
-    results.sort(key=lambda r: (-r[0], r[1].id))
-    best_by_cat: dict[str, float] = {}
-    for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
-        if score >= THRESHOLD:
-            vote = score * (SYMPTOM_VOTE if p.id in echo_only and has_culprit else 1.0)
-            if p.kind == "symptom":  # the library says: an echo, the cause is elsewhere
-                vote *= SYMPTOM_KIND_VOTE
-            best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), vote)
-    out = []
-    for score, p, evidence in results[:top_k]:
-        if score < threshold:
-            break
-        out.append({
-            "pattern_id": p.id, "title": p.title, "category": p.category, "kind": p.kind,
-            "similarity": round(score, 4), "action": p.action, "evidence": evidence,
-        })
     for qi, u in enumerate(units):  # an exact code makes a line a fault line whatever its wording
         if u.codes:
             relevance[qi] += CODE_RELEVANCE
@@ -618,8 +602,47 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         # collective timeout, an agent shutting workers down) says little about the owner
         if line_kind[qi] == "symptom":
             relevance[qi] += ECHO_LINE_RELEVANCE
+
+    results.sort(key=lambda r: (-r[0], r[1].id))
+    best_by_cat: dict[str, float] = {}
+    for score, p, _ in results:  # only a suggestion (THRESHOLD, whatever the caller's) votes
+        if score >= THRESHOLD:
+            vote = score * (SYMPTOM_VOTE if p.id in echo_only and has_culprit else 1.0)
+            if p.kind == "symptom":  # the library says: an echo, the cause is elsewhere
+                vote *= SYMPTOM_KIND_VOTE
+            best_by_cat[p.category] = max(best_by_cat.get(p.category, 0.0), vote)
+    if CATEGORY_PRIOR > 0 and model is not None:
+        results = _category_prior(results, _categories(
+            model, units, vecs, relevance, best_by_cat if PRIOR_WITH_VOTES else {}))
+    out = []
+    for score, p, evidence in results[:top_k]:
+        if score < threshold:
+            break
+        out.append({
+            "pattern_id": p.id, "title": p.title, "category": p.category, "kind": p.kind,
+            "similarity": round(score, 4), "action": p.action, "evidence": evidence,
+        })
     return Match(out, _categories(model, units, vecs, relevance, best_by_cat,
                                   neighbour_votes(results)))
+
+
+def _category_prior(results: list[tuple[float, _PatternInfo, list]], categories: list[dict],
+                    ) -> list[tuple[float, _PatternInfo, list]]:
+    """Re-rank the patterns with the query's category (``categories``: the report's
+    category vote, from the classifier and the suggested patterns' scores before this
+    re-ranking): two patterns that read alike but belong to different teams (an NCCL
+    version mismatch vs an NCCL null buffer; a /dev/shm bus error vs a GPU lost on PCIe)
+    are told apart by what the whole excerpt says about its owner.  A pattern of a less
+    likely category keeps ``1 - CATEGORY_PRIOR * (1 - p / p_max)`` of its score, so the
+    most likely category's patterns are unchanged and a strong exact match of another
+    category still wins.  The reported categories are computed from the scores before it
+    (it never feeds back into them)."""
+    conf = {c["category"]: float(c["confidence"]) for c in categories}
+    top = max(conf.values(), default=0.0)
+    out = [(score * (1.0 - CATEGORY_PRIOR * (1.0 - conf.get(p.category, 0.0) / top)) if top > 0
+            else score, p, ev) for score, p, ev in results]
+    out.sort(key=lambda r: (-r[0], r[1].id))
+    return out
 
 
 def neighbour_votes(results: list[tuple[float, _PatternInfo, list]]) -> dict[str, float]:
@@ -647,6 +670,15 @@ ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
 ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less (tried -0.3: -1 job)
 SYMPTOM_KIND_VOTE = 0.5  # a suggested pattern of kind "symptom" votes this much for its category
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
+# How much the query's category re-ranks the patterns (``_category_prior``), chosen on the
+# leave-one-source-out pattern ranking (103 patterns with a same-fault pattern from another
+# source; benchmarks/kb_accuracy.py --misses), 2026-12-01: off 30 shown / 36 ranked first;
+# classifier alone as the prior 0.3: 31 / 39, 0.45-0.6: 32 / 40, 0.8: 31 / 39; the reported
+# category (classifier and pattern votes) at 0.5: 31 / 39 (adopted: with the classifier
+# alone, a culprit's exact hardware match fell behind a framework pattern in a diagnosed
+# job whose lines the classifier alone read as framework; tests/test_kb_category.py).
+CATEGORY_PRIOR = 0.5
+PRIOR_WITH_VOTES = True  # the prior is the reported category (classifier and pattern votes)
 KNN_K = 5  # nearest patterns that vote on the category (l4.category.KNN_WEIGHT mixes them in)
 KNN_SHARPNESS = 10.0  # how much a closer pattern's vote outweighs a farther one's
 
