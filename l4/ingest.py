@@ -32,7 +32,20 @@ MAX_JOB_JSON = 16 << 20
 #: something else was written right after, on the same line.  A bar leaves the cursor at
 #: the end of its line, so the next print (a "***** Running Evaluation *****" banner, a
 #: loss dict, a traceback, or torchrun's prefix of the next line) is glued to it
-_BAR_GLUE = re.compile(rb"(\| *\d+/\d+ \[[^\]\n]*?(?:it/s|s/it)[^\]\n]*\])(?=[^\n])")
+#: (found from its rate's "/", the one literal every update has, so a block of bar updates
+#: costs a fast scan; what precedes the "/" is checked on the rare hit)
+_BAR_GLUE = re.compile(rb"/(?:s|it)(?:\]|,[^\]\n]*\])(?=[^\n])")
+_RATE_DIGITS = frozenset(b"0123456789?")
+
+
+def _glued(m: re.Match[bytes]) -> bytes:
+    """The match and a line end, if it ends a bar's rate ("14.02it/s, ...]", "1.5s/it]")."""
+    data, i, text = m.string, m.start(), m.group(0)
+    if text.startswith(b"/s"):
+        rate = data[i - 2:i] == b"it" and i >= 3 and data[i - 3] in _RATE_DIGITS
+    else:
+        rate = data[i - 1:i] == b"s" and i >= 2 and data[i - 2] in _RATE_DIGITS
+    return text + b"\n" if rate else text
 
 
 
@@ -435,7 +448,7 @@ def split_bar_glue(data: bytes) -> bytes:
     The glued text is a line of its own to the program that printed it; read as part of
     the bar it would take the bar's place (a banner that starts an evaluation read as one
     more training step)."""
-    return _BAR_GLUE.sub(rb"\1\n", data)
+    return _BAR_GLUE.sub(_glued, data)
 
 
 def _cut_long_lines(block: bytes, stats: ReadStats) -> bytes:
