@@ -181,6 +181,23 @@ def numbers_in(line: str) -> list[float]:
     return [float(m.group(0)) for m in _NUM_RE.finditer(body)]
 
 
+_PATHLIKE_RE = re.compile(r"\S*/\S*")
+# host names and job names with digits: ip-10-0-2-21, gpu-a17, rr-dev-54-3x2-f163
+_NAMEISH_RE = re.compile(r"(?<![\w.-])[A-Za-z][\w.]*-[\w.-]*\d[\w.-]*")
+
+
+def named_numbers(line: str) -> list[float]:
+    """The numbers a message names (``numbers_in``), not the digits of the host names and
+    directories it mentions; of a path, its file name's digits ("step_000015.pt" names
+    15).  "[Rank 2] Saving model checkpoint: /ckpt/ip-10-0-2-20/step_000015.pt" names 2
+    and 15, not 20."""
+    def base(m: re.Match[str]) -> str:
+        name = m.group(0).rstrip("/").rsplit("/", 1)[-1]
+        return " " + " ".join(re.findall(r"\d+", name)) + " "
+
+    return numbers_in(_NAMEISH_RE.sub(" ", _PATHLIKE_RE.sub(base, line)))
+
+
 def digit_runs(line: str) -> list[int]:
     """Every run of digits in a raw line, timestamps excluded, also those inside words:
     the iteration in "iter_0000100" or "checkpoint-2500" is a name's part, not free-standing."""

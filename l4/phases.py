@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from l4 import gaps as gaps_
 from l4.crossjob import normal_rows
 from l4.iterations import Counter, find_counter
 from l4.merge import ParsedJob
@@ -51,6 +52,8 @@ class Timeline:
     closers: dict[int, set[int]] = field(default_factory=dict)
     # periodic phases the healthy runs reported, with their grids (``l4.schedule``)
     schedules: list[Schedule] = field(default_factory=list)
+    # what the healthy runs printed between iterations, and where they ended (``l4.gaps``)
+    gaps: gaps_.Gaps | None = None
     jobs: int = 0
 
     def startup_ids(self) -> set[int]:
@@ -164,6 +167,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     ends: dict[int, dict[int, int]] = defaultdict(lambda: defaultdict(int))
     announcers: dict[int, int] = defaultdict(int)
     periodic: list[Schedule] = []
+    between: list = []
     for job in jobs:
         profile = choose_profile(job.templates, job.framework)
         stages = [profile.stage_of(t) for t in job.templates]
@@ -178,6 +182,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
         training = np.array([st == "training" for st in stages], dtype=bool)
         _learn_closers(job, stages, set(counter.cols), ends, announcers)
         periodic.extend(s for s in schedules(job, profile) if s not in periodic)
+        between.append(gaps_.learn_job(job, counter, profile))
         for r in range(job.n_nodes):
             bounds = _loop_bounds(job, r, counter.tracks.get(r), training)
             if bounds is None:
@@ -196,7 +201,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             _vote(job, r, (start, int(job.n_records[r])), votes, places)
     if not used:
         return None
-    tl = Timeline(jobs=used, counters=counted, schedules=periodic)
+    tl = Timeline(jobs=used, counters=counted, schedules=periodic, gaps=gaps_.combine(between))
     nodes = sum(job.n_nodes for job in jobs)
     for cid, v in votes.items():
         tl.share[cid] = sum(v.values()) / max(nodes, 1)
@@ -393,4 +398,5 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         for a, ends in p.closers.items():
             out.closers.setdefault(a, set()).update(ends)
         out.schedules.extend(s for s in p.schedules if s not in out.schedules)
+    out.gaps = gaps_.merge(*(p.gaps for p in parts_))
     return out

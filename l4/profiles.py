@@ -66,6 +66,8 @@ class Profile:
     own_markers: int = 0
     #: lines that end a save or an evaluation (training resumes after them)
     resume: list[re.Pattern[str]] = field(default_factory=list)
+    #: (the phase it ends, rule) for the resume lines a profile keys by phase
+    resume_phase: list[tuple[str, re.Pattern[str]]] = field(default_factory=list)
 
     def is_resume(self, template: str) -> bool:
         return any(rx.search(template) for rx in self.resume)
@@ -73,6 +75,19 @@ class Profile:
     def stage_of(self, template: str) -> str | None:
         for stage, rx in self.stage_rules:
             if rx.search(template):
+                return stage
+        return None
+
+    def phase_of(self, template: str) -> str | None:
+        """The stage a line belongs to, counting the line that ends a save or an
+        evaluation ("validation loss at iteration 35") as part of that phase rather than
+        as the training it hands back to."""
+        for stage, rx in self.resume_phase:
+            if rx.search(template):
+                return stage
+        resume = {id(rx) for rx in self.resume}
+        for stage, rx in self.stage_rules:
+            if id(rx) not in resume and rx.search(template):
                 return stage
         return None
 
@@ -97,6 +112,15 @@ def _compile(patterns: list[str]) -> list[re.Pattern[str]]:
     return [re.compile(p, re.I) for p in patterns or []]
 
 
+def _resume(doc: dict) -> list[tuple[str | None, re.Pattern[str]]]:
+    """A profile's resume lines with the phase each ends: a list (phases unnamed) or a
+    mapping phase -> list."""
+    section = doc.get("resume") or []
+    if isinstance(section, dict):
+        return [(stage, rx) for stage in STAGES for rx in _compile(section.get(stage, []))]
+    return [(None, rx) for rx in _compile(section)]
+
+
 def _rules(doc: dict, key: str, order: tuple[str, ...]) -> list[tuple[str, re.Pattern[str]]]:
     section = doc.get(key) or {}
     unknown = set(section) - set(STAGES)
@@ -111,16 +135,20 @@ def load_profiles(directory: str | None = None) -> dict[str, Profile]:
     base = Path(directory) if directory else PROFILE_DIR
     docs = {p.stem: yaml.safe_load(p.read_text()) for p in sorted(base.glob("*.yaml"))}
     generic = docs.pop("generic")
-    g_resume_rx = _compile(generic.get("resume", []))
+    g_keyed = _resume(generic)
+    g_resume_rx = [rx for _, rx in g_keyed]
+    g_phase = [(st, rx) for st, rx in g_keyed if st is not None]
     g_resume = [("training", rx) for rx in g_resume_rx]
     g_stages = _rules(generic, "stages", _GENERIC_ORDER)
     g_hints = _rules(generic, "error_hints", _GENERIC_ORDER)
     g_markers = _compile(generic.get("iteration_markers", []))
     g_periodic = _rules(generic, "periodic", STAGES)
     out = {"generic": Profile("generic", [], g_resume + g_stages, g_hints, g_markers,
-                              g_periodic, own_markers=0, resume=g_resume_rx)}
+                              g_periodic, own_markers=0, resume=g_resume_rx,
+                              resume_phase=g_phase)}
     for name, doc in docs.items():
-        resume = _compile(doc.get("resume", []))
+        keyed = _resume(doc)
+        resume = [rx for _, rx in keyed]
         out[name] = Profile(
             name=name,
             detect=_compile(doc.get("detect", [])),
@@ -129,6 +157,7 @@ def load_profiles(directory: str | None = None) -> dict[str, Profile]:
                 + g_resume + _rules(doc, "stages", STAGES) + g_stages
             ),
             resume=resume + g_resume_rx,
+            resume_phase=[(st, rx) for st, rx in keyed if st is not None] + g_phase,
             error_hints=_rules(doc, "error_hints", _GENERIC_ORDER) + g_hints,
             iteration_markers=_compile(doc.get("iteration_markers", [])) + g_markers,
             own_markers=len(doc.get("iteration_markers", []) or []),

@@ -371,7 +371,12 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                  + W_SLOW * (slow.max() > 0) + W_FIRST * (lead.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
-    order = sorted(range(n), key=lambda i: (-total[i], job.nodes[i]))
+    # nodes the evidence cannot tell apart (every log the same teardown, the culprit's own
+    # output filtered away): the one whose log ended first comes first, its launcher saw its
+    # worker die before the others' collectives broke
+    ends = np.where(np.isnan(job.node_last_ts), np.inf, job.node_last_ts)
+    order = sorted(range(n), key=lambda i: (-round(float(total[i]), 6), float(ends[i]),
+                                            job.nodes[i]))
     return [
         NodeScore(
             node=job.nodes[i],

@@ -18,8 +18,9 @@ import re
 import numpy as np
 
 from l4.crossjob import CrossJobResult
+from l4.gaps import gap_stage
 from l4.iterations import Counter
-from l4.mask import digit_runs, numbers_in
+from l4.mask import digit_runs, named_numbers, numbers_in
 from l4.merge import ParsedJob
 from l4.onset import onset, time_near
 from l4.phases import Timeline
@@ -198,13 +199,26 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     """
     stage, hinted = _stage_from_words(job, cross, profile, stages, r, point, counter, current,
                                       timeline)
-    if hinted is None and stage in LOOP and current is not None and counter is not None:
-        # which phase had begun after the last completed iteration, by the numbers the
-        # announcements carry (clocks of different nodes disagree by seconds); failing
-        # that, whether the job stopped where its schedule says it validates
-        after = phase_after(job, profile, stages, current - counter.step)
+    if stage not in LOOP or current is None or counter is None:
+        return stage
+    done = current - counter.step
+    gaps = timeline.gaps if timeline is not None else None
+    if gaps is not None and gaps.ended(done):
+        # the job had completed every iteration its healthy runs ran: what failed now is
+        # the end of training, a final save worded like every other save included
+        return "evaluation" if hinted == "evaluation" else "finalization"
+    if hinted is None:
+        # which phase had begun after the last completed iteration: by the numbers the
+        # announcements carry (clocks of different nodes disagree by seconds); by what
+        # healthy runs printed after that iteration and how much of it this job printed
+        # (a phase worded only once it is over); by the schedule it validates on
+        after = phase_after(job, profile, stages, done, timeline)
+        if after is None and stage == "training" and gaps is not None:
+            before = [point[0] if i == r else onset(job, cross, i)[0]
+                      for i in range(job.n_nodes)]
+            after = gap_stage(job, profile, counter, gaps, done, before)
         if after is None and stage == "training":
-            after = scheduled_phase(job, profile, current - counter.step,
+            after = scheduled_phase(job, profile, done,
                                     timeline.schedules if timeline is not None else ())
         stage = after or stage
     return stage
@@ -227,6 +241,8 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     hinted = _error_hint(job, profile, r, first_errs)
     if hinted in EARLY and progressed:
         hinted = None  # training had begun: no start-up stage comes back
+    if hinted == "evaluation" and not progressed:
+        hinted = None  # no step yet: validation data named at start-up is data loading
     if hinted:
         stage = hinted
     if timeline is not None and hinted is None and not progressed:
@@ -367,7 +383,7 @@ def _startup_order(job: ParsedJob, stages: list[str | None]) -> dict[str, int]:
 
 
 def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
-                 last_done: float) -> str | None:
+                 last_done: float, timeline: Timeline | None = None) -> str | None:
     """The evaluation or save announced for iteration ``last_done`` that never finished.
 
     "saving checkpoint at iteration 100" after "iteration 100/..." means the job was saving
@@ -386,10 +402,15 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
         for i in range(job.n_nodes):
             for c in cols:
                 text = job.last_examples[i].get(c)
-                if not text or job.counts[i, c] == 0 or target not in numbers_in(text):
+                if not text or job.counts[i, c] == 0 or target not in named_numbers(text):
                     continue
                 started = job.last_line[i, c]
-                if not any(job.last_line[i, rc] > started for rc in resume):
+                # ended by a line the profile knows, or by the one that ends it in
+                # healthy runs of this configuration ("[Torch] Saved ...")
+                ended = any(job.last_line[i, rc] > started for rc in resume) or (
+                    timeline is not None
+                    and timeline.closed(job, i, c, len(job.seqs[i])))
+                if not ended:
                     if phase == "evaluation" and _saving_after(job, stages, resume, i, started):
                         return "checkpointing"
                     return phase

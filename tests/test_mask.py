@@ -3,7 +3,14 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from l4.mask import collapse_digits, is_continuation, mask_line, numbers_in, strip_prefix
+from l4.mask import (
+    collapse_digits,
+    is_continuation,
+    mask_line,
+    named_numbers,
+    numbers_in,
+    strip_prefix,
+)
 
 
 def test_masks_training_log_variables():
@@ -47,6 +54,16 @@ def test_continuation_lines_are_indented():
 def test_numbers_exclude_timestamps():
     nums = numbers_in("2024-05-01 12:00:00,123  iteration      120/  50000 | loss: 2.5")
     assert nums == [120.0, 50000.0, 2.5]
+
+
+def test_named_numbers_skip_host_and_directory_digits():
+    # a save announced on host ip-10-0-2-20 names step 15, not iteration 20
+    line = ("INFO:train:[Rank 2] Saving model checkpoint: "
+            "/tmp/run/rr-dev-54-3x2-f163/ip-10-0-2-20/ckpt/step_000015.pt")
+    assert named_numbers(line) == [2.0, 15.0]
+    assert named_numbers("gpu-a17: running evaluation at iteration 25") == [25.0]
+    assert named_numbers("saving checkpoint at iteration     100 to /ckpt") == [100.0]
+    assert named_numbers("Saving model checkpoint to /out/checkpoint-40") == [40.0]
 
 
 line_chars = st.text(

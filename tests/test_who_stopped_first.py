@@ -90,3 +90,20 @@ def test_a_straggler_is_found_by_the_step_times_its_lines_print(tmp_path):
     assert report["nodes"][0]["node"] == "n2"
     assert report["nodes"][0]["evidence"]["slowed_first"] == 1.0
     assert 12 in [it["iteration"] for it in report["iterations"][:3]]
+
+
+def test_nodes_the_evidence_cannot_tell_apart_are_ordered_by_who_stopped_first(tmp_path):
+    """Every node printed the same teardown (the rank that died is one the launcher's
+    filter hides; peers died of the broken connection), and the ends are too spread for a
+    clear lead: of the equals, the node whose launcher stopped first comes first, not the
+    one whose name sorts first."""
+    healthy = write_job(tmp_path / "ok", {h: torchrun_log(h, k, iters=40)
+                                          for k, h in enumerate(HOSTS)}, status="succeeded")
+    ends = {"dgx-0": 44.3, "dgx-1": 42.3, "dgx-2": 41.2, "dgx-3": 45.2}
+    nodes = {h: torchrun_log(h, k, iters=38, end=ends[h], peer_error=False, local_error=True)
+             for k, h in enumerate(HOSTS)}
+    report = diagnose(write_job(tmp_path / "failed", nodes), [healthy], store_path=False)
+    assert all(n["evidence"]["first_to_stop"] == 0.0 for n in report["nodes"])
+    scores = {n["node"]: n["score"] for n in report["nodes"]}
+    assert len(set(scores.values())) == 1, scores  # equals by every other measure
+    assert [n["node"] for n in report["nodes"]] == ["dgx-2", "dgx-1", "dgx-0", "dgx-3"]
