@@ -236,7 +236,13 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     # the error's own words, and the code its traceback went through, may place it more
     # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
     anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
-    first_errs = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])[:6]
+    ordered = sorted(anom.tolist(), key=lambda c: job.first_pos[r, c])
+    # what the culprit says that most nodes do not comes first: its launcher's error
+    # summary quotes the dead rank's traceback ("ds = ShardDataset(shard)") after a dozen
+    # teardown lines every launcher prints
+    shared = cross.anomalous.sum(axis=0)
+    own = [c for c in ordered if 2 * int(shared[c]) <= job.n_nodes][:6]
+    first_errs = own + [c for c in ordered[:6] if c not in own]
     progressed = _progressed(job, cross, counter.marker if counter else None)
     hinted = _error_hint(job, profile, r, first_errs)
     if hinted in EARLY and progressed:
