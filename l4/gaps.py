@@ -56,23 +56,29 @@ def _node_gaps(job: ParsedJob, counter: Counter, stages: list[str | None],
     if not nums.size:
         return {}
     seq = job.seqs[r]
-    out: dict[int, list[int]] = {}
     order = np.argsort(starts, kind="stable")
-    nums, starts = nums[order], starts[order]
-    before: list[int] = []
-    for k, (n, p) in enumerate(zip(nums.tolist(), starts.tolist(), strict=True)):
-        end = int(starts[k + 1]) if k + 1 < len(starts) else len(seq)
-        cols: list[int] = []
-        for c in seq[int(p) + 1: end].tolist():
-            # (a report that names its iteration, "validation loss at iteration 35",
-            # may carry the counter on: it is still the phase's line).  A line the gap
-            # before had too is that phase's, printed late by another rank of the node
-            if stages[c] not in PHASES or c in cols or c in before:
-                continue
-            cols.append(c)
+    nums, starts = nums[order], starts[order].astype(np.int64)
+    phase_cols = [c for c, st in enumerate(stages) if st in PHASES]
+    if not phase_cols:
+        return {}
+    # only the phase lines are visited (a node logs millions of records, a few of them
+    # phases): each goes to the gap of the last iteration whose first line came before it
+    at = np.nonzero(np.isin(seq, phase_cols))[0]
+    k = np.searchsorted(starts, at, side="right") - 1
+    keep = k >= 0
+    groups: dict[int, list[int]] = {}
+    for g, p in zip(k[keep].tolist(), at[keep].tolist(), strict=True):
+        groups.setdefault(g, []).append(int(seq[p]))
+    out: dict[int, list[int]] = {}
+    for g in sorted(groups):
+        n = float(nums[g])
+        # (a report that names its iteration, "validation loss at iteration 35", may carry
+        # the counter on: it is still the phase's line).  A line the gap before had too is
+        # that phase's, printed late by another rank of the node
+        before = set(groups.get(g - 1, ()))
+        cols = [c for c in dict.fromkeys(groups[g]) if c not in before]
         if cols and n == int(n):
             out[int(n)] = cols
-        before = cols
     return out
 
 
