@@ -207,7 +207,8 @@ def gap_stage(job: ParsedJob, profile: Profile, counter: Counter, gaps: Gaps, do
     gap = gaps.after.get(n)
     if not gap:
         return None
-    printed = {int(job.event_ids[c]) for c in np.nonzero(job.counts.sum(axis=0) > 0)[0].tolist()}
+    shown = np.nonzero(job.counts.sum(axis=0) > 0)[0].tolist()  # columns any node printed
+    printed = {int(job.event_ids[c]) for c in shown}
     if not printed & {cid for g in gaps.after.values() for cid, _ in g}:
         # this job printed none of the healthy runs' phase lines in their words (another
         # log format, another launcher's prefix): their absence here says nothing
@@ -216,13 +217,10 @@ def gap_stage(job: ParsedJob, profile: Profile, counter: Counter, gaps: Gaps, do
     if k >= len(gap):
         return None
     phase = gap[k][1]
-    if gap[k][0] in printed or any(
-            profile.phase_of(job.templates[c]) == phase
-            for c in np.nonzero(job.counts.sum(axis=0) > 0)[0].tolist()):
+    if gap[k][0] in printed or any(profile.phase_of(job.templates[c]) == phase for c in shown):
         # the job printed that line (or that phase's, in its own words) after earlier
-        # phases: this time it did not,
-        # and something else may have stopped it (a slow node's job cancelled at its time
-        # limit, dated by its clock rather than by the schedule); only a first phase is
-        # placed by the gap alone
+        # phases: this time it did not, and something else may have stopped it (a slow
+        # node's job cancelled at its time limit, dated by its clock rather than by the
+        # schedule); only a first phase is placed by the gap alone
         return None
     return gap[k][1]
