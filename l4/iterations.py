@@ -611,6 +611,9 @@ def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
     for i, (tpos, tnum, tts) in counter.tracks.items():
         if i == r:
             continue
+        # a count is done once its first line is out: a bar redrawn after the node's
+        # trouble began (tqdm closes its bar as the process dies) is no later progress
+        tpos = counter.firsts.get(i, tpos)
         ok = ~np.isnan(tnum)
         if not ok.any():
             continue
