@@ -73,6 +73,13 @@ class Timeline:
         ids = np.asarray(job.event_ids)[seq[int(at[-1]) + 1:]]
         return bool(np.isin(ids, list(ends)).any())
 
+    def ends_a_phase(self, job: ParsedJob, col: int) -> bool:
+        """Is event ``col`` the line that ends a save or an evaluation in healthy runs
+        ("eval: iteration 25 val_loss=2.15" after "running evaluation at iteration 25")?
+        Its own words may name the phase; printed, it says that phase is over."""
+        cid = int(job.event_ids[col])
+        return any(cid in ends for ends in self.closers.values())
+
     def relabel(self, job: ParsedJob, stages: list[str | None],
                 counter: Counter | None = None) -> list[str | None]:
         """The job's per-column stages, corrected by what healthy runs showed.

@@ -145,7 +145,8 @@ def _node_stage(job: ParsedJob, stages: list[str | None], i: int, pos: int,
     if resumed and st == "training":
         return st, True
     if st in ("checkpointing", "evaluation") and col is not None and (
-            (timeline is not None and timeline.closed(job, i, col, pos))
+            (timeline is not None and (timeline.closed(job, i, col, pos)
+                                       or timeline.ends_a_phase(job, col)))
             or phase_ended(job, counter, i, col, current)):
         return "training", True
     return st, False
@@ -406,7 +407,9 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
     target = float(int(last_done))
     resume = [c for c, t in enumerate(job.templates) if profile.is_resume(t)]
     for phase in ("evaluation", "checkpointing"):
-        cols = [c for c, st in enumerate(stages) if st == phase]
+        # the line that ends a phase in healthy runs reports it, it announces nothing
+        cols = [c for c, st in enumerate(stages) if st == phase
+                and not (timeline is not None and timeline.ends_a_phase(job, c))]
         for i in range(job.n_nodes):
             for c in cols:
                 text = job.last_examples[i].get(c)
