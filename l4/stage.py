@@ -324,12 +324,16 @@ def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> st
     for c in cols:
         ex = job.examples[r].get(c)
         ctx = ex[2] if ex else []
-        own = [job.templates[c]] + [f for f in ctx if not _LIBRARY_FRAME.search(f)]
-        hint = profile.hint_of("\n".join(own))
-        if hint:
-            return hint
+        # innermost frame first: it says what the program was doing when it failed; the
+        # outer ones only how it got there ("train_ds, valid_ds, test_ds =
+        # build_train_valid_test_datasets(" names validation data while building datasets)
+        own = [job.templates[c]] + [f for f in reversed(ctx) if not _LIBRARY_FRAME.search(f)]
+        for text in own:
+            hint = profile.hint_of(text)
+            if hint:
+                return hint
         if library is None:
-            library = profile.hint_of("\n".join(ctx))
+            library = next((h for h in map(profile.hint_of, reversed(ctx)) if h), None)
     return library
 
 

@@ -1,0 +1,42 @@
+"""The innermost frame of the program's own traceback says what it was doing.
+
+Outer frames say how it got there: Megatron's "train_ds, valid_ds, test_ds =
+build_train_valid_test_datasets(" names validation data while it builds every dataset,
+and read first it placed a missing ``.idx`` file in evaluation.
+"""
+
+from __future__ import annotations
+
+from l4.profiles import choose_profile
+from l4.stage import _error_hint
+
+FRAMES = [
+    '[rank82]:  File "/home/u/Megatron-LM/pretrain_gpt.py", line 231, in <module>',
+    "[rank82]:    pretrain(",
+    '[rank82]:  File "/home/u/Megatron-LM/megatron/training/training.py", line 1640, in '
+    "build_train_valid_test_data_loaders",
+    "[rank82]:    train_ds, valid_ds, test_ds = build_train_valid_test_datasets(",
+    '[rank82]:  File "/home/u/Megatron-LM/megatron/core/datasets/indexed_dataset.py", '
+    "line 253, in __init__",
+    '[rank82]:    with open(idx_path, "rb") as stream:',
+]
+
+
+class _Job:
+    templates = ["FileNotFoundError: [Errno <*>] No such file or directory: '<PATH>'"]
+    examples = [{0: (1, "FileNotFoundError: ...", FRAMES)}]
+
+
+def test_the_innermost_own_frame_names_the_stage():
+    profile = choose_profile(_Job.templates, "generic")
+    assert _error_hint(_Job(), profile, 0, [0]) == "data_loading"
+
+
+def test_an_evaluation_frame_still_names_evaluation():
+    class Job(_Job):
+        examples = [{0: (1, "x", ['  File "/home/u/train.py", line 80, in main',
+                                  "    evaluate(model, val_loader)",
+                                  '  File "/home/u/train.py", line 40, in evaluate',
+                                  "    out = model(x)"])}]
+    profile = choose_profile(Job.templates, "generic")
+    assert _error_hint(Job(), profile, 0, [0]) == "evaluation"
