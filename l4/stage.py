@@ -316,6 +316,12 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
 _LIBRARY_FRAME = re.compile(r'File "[^"]*(?:site-packages|dist-packages|/lib/python\d|<frozen )')
 
 
+#: a line that names training data as well as validation data hands both on (a training
+#: loop given its evaluation loader, a builder of every split): it dates no evaluation
+_TRAIN_DATA = re.compile(r"\btrain(?:ing)?_?(?:data(?:set|loader)?|loader|ds|split|iter(?:ator)?)s?\b",
+                         re.I)
+
+
 def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> str | None:
     """The stage the first errors of node ``r`` name: by their own words and the program's
     own traceback frames first ("ds = ShardDataset(shard)" is data loading, whatever
@@ -328,13 +334,22 @@ def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> st
         # outer ones only how it got there ("train_ds, valid_ds, test_ds =
         # build_train_valid_test_datasets(" names validation data while building datasets)
         own = [job.templates[c]] + [f for f in reversed(ctx) if not _LIBRARY_FRAME.search(f)]
-        for text in own:
-            hint = profile.hint_of(text)
-            if hint:
-                return hint
+        hint = _first_hint(profile, own)
+        if hint:
+            return hint
         if library is None:
-            library = next((h for h in map(profile.hint_of, reversed(ctx)) if h), None)
+            library = _first_hint(profile, list(reversed(ctx)))
     return library
+
+
+def _first_hint(profile: Profile, texts: list[str]) -> str | None:
+    for text in texts:
+        hint = profile.hint_of(text)
+        if hint == "evaluation" and _TRAIN_DATA.search(text):
+            continue  # "train(args, model, train_loader, eval_loader)": both, so neither
+        if hint:
+            return hint
+    return None
 
 
 def _startup_bracket(timeline: Timeline, job: ParsedJob, r: int,

@@ -40,3 +40,16 @@ def test_an_evaluation_frame_still_names_evaluation():
                                   "    out = model(x)"])}]
     profile = choose_profile(Job.templates, "generic")
     assert _error_hint(Job(), profile, 0, [0]) == "evaluation"
+
+
+def test_a_training_loop_handed_its_evaluation_loader_is_no_evaluation():
+    class Job(_Job):
+        examples = [{0: (1, "x", [
+            '0:   File "/home/u/run_pretrain.py", line 377, in main',
+            "0:     train(args, model_engine, train_loader, eval_loader)",
+            '0:   File "/home/u/run_pretrain.py", line 261, in train',
+            "0:     model_engine.backward(loss)",
+            '0:   File "/opt/conda/lib/python3.10/site-packages/deepspeed/runtime/engine.py", '
+            "line 1976, in backward"])}]
+    profile = choose_profile(Job.templates, "deepspeed")
+    assert _error_hint(Job(), profile, 0, [0]) is None
