@@ -93,6 +93,38 @@ def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float,
         if done > s.last and s.due(done):
             return s.stage
     for s in healthy:
-        if s.due(done) and done <= s.last and not reported(job, profile, s.stage):
+        if not (s.due(done) and done <= s.last):
+            continue
+        said = report_numbers(job, profile, s.stage)
+        # the job reported none (it failed in its first), or reported on the healthy grid
+        # right up to the last one due before ``done``: it kept that schedule and this
+        # report was due (one that skipped a due report stopped for another reason)
+        if not said or (all(n % s.every == 0 for n in said) and max(said) == done - s.every):
             return s.stage
     return None
+
+
+def report_numbers(job: ParsedJob, profile: Profile, stage: str) -> set[int]:
+    """The iterations the job's reports of ``stage`` named (the first and last report
+    per node and line): the first whole number from where the report's words begin."""
+    out: set[int] = set()
+    for st, rx in profile.periodic:
+        if st != stage:
+            continue
+        for c, template in enumerate(job.templates):
+            if not rx.search(template):
+                continue
+            for i in np.nonzero(job.counts[:, c] > 0)[0].tolist():
+                texts = [job.last_examples[i].get(c, "")]
+                if c in job.examples[i]:
+                    texts.append(job.examples[i][c][1])
+                for text in texts:
+                    m = rx.search(text)
+                    if m is None:
+                        continue
+                    # the number the report's own words lead to, not its timestamp's
+                    n = next((int(x) for x in numbers_in(text[m.start():])
+                              if x == int(x) and x > 0), None)
+                    if n is not None:
+                        out.add(n)
+    return out

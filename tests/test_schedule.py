@@ -52,7 +52,7 @@ def test_reports_that_every_rank_prints_give_their_real_grid(tmp_path):
     assert got == {("evaluation", 25, 25, 75)}
 
 
-def test_the_healthy_schedule_counts_only_for_a_job_that_reported_none(tmp_path):
+def test_the_healthy_schedule_counts_for_a_job_that_kept_it(tmp_path):
     healthy, profile = _parsed(write_job(tmp_path / "h", {f"n{i}": _node([25, 50, 75]) for i in range(3)},
                                          status="succeeded"))
     grid = schedules(healthy, profile)
@@ -60,5 +60,11 @@ def test_the_healthy_schedule_counts_only_for_a_job_that_reported_none(tmp_path)
     assert scheduled_phase(first, profile, 25.0) is None  # its own lines know no schedule
     assert scheduled_phase(first, profile, 25.0, grid) == "evaluation"
     assert scheduled_phase(first, profile, 24.0, grid) is None
-    later, _ = _parsed(write_job(tmp_path / "l", {f"n{i}": _node([25], steps=50) for i in range(3)}))
-    assert scheduled_phase(later, profile, 50.0, grid) is None  # it reported, then stopped
+    # reported at 25, then stopped reporting: 50 went by unreported, so a stop after 75
+    # is no evaluation by the schedule (a slow node's time limit is dated by its clock)
+    skipped, _ = _parsed(write_job(tmp_path / "s", {f"n{i}": _node([25], steps=75) for i in range(3)}))
+    assert scheduled_phase(skipped, profile, 75.0, grid) is None
+    # reported every one due up to 25 and stopped right after 50: it kept the schedule,
+    # and the report of 50 is the one it never printed
+    kept, _ = _parsed(write_job(tmp_path / "l", {f"n{i}": _node([25], steps=50) for i in range(3)}))
+    assert scheduled_phase(kept, profile, 50.0, grid) == "evaluation"
