@@ -217,10 +217,12 @@ def gap_stage(job: ParsedJob, profile: Profile, counter: Counter, gaps: Gaps, do
     if k >= len(gap):
         return None
     phase = gap[k][1]
-    if gap[k][0] in printed or any(profile.phase_of(job.templates[c]) == phase for c in shown):
+    if k == 0 and (gap[k][0] in printed
+                   or any(profile.phase_of(job.templates[c]) == phase for c in shown)):
         # the job printed that line (or that phase's, in its own words) after earlier
         # phases: this time it did not, and something else may have stopped it (a slow
         # node's job cancelled at its time limit, dated by its clock rather than by the
-        # schedule); only a first phase is placed by the gap alone
+        # schedule); only a first phase is placed by the gap alone.  A job that printed
+        # the first lines of this very gap was inside it, whatever it printed before
         return None
     return gap[k][1]
