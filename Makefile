@@ -19,7 +19,7 @@ demo: setup
 	@echo "HTML report (open it in a browser): $(DEMO)/report.html"
 
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n 2
 
 lint: setup
 	.venv/bin/ruff check l4 flows kb tests benchmarks

@@ -4,6 +4,7 @@ user's real ones are never touched, and hand-made jobs are built from plain text
 from __future__ import annotations
 
 import gzip
+import importlib.util
 import json
 import os
 from pathlib import Path
@@ -30,14 +31,127 @@ def _isolated_state(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(scope="session")
-def seeded_kb(tmp_path_factory) -> Path:
+def seeded_kb(tmp_path_factory, worker_id) -> Path:
     """One seeded, embedded fault library for the session (embedding it is the slow
-    part); tests work on copies of it (:func:`kb`).  A module may override it."""
-    from l4 import rootcause
+    part); tests work on copies of it (:func:`kb`).  A module may override it.  With
+    pytest-xdist the workers share one: the first to need it embeds it, under a file lock;
+    the others check it holds every pattern's vectors and load them from its embedding
+    store, as a process that embedded the library itself has them in memory."""
+    from l4 import kbstore, rootcause
 
-    kb = tmp_path_factory.mktemp("kbseed") / "kb.duckdb"
-    assert rootcause.ensure_embeddings(kb) >= 40
+    if worker_id == "master":
+        kb = tmp_path_factory.mktemp("kbseed") / "kb.duckdb"
+        assert rootcause.ensure_embeddings(kb) >= 40
+        return kb
+    import shutil
+
+    from filelock import FileLock
+
+    from l4 import embed
+
+    root = tmp_path_factory.getbasetemp().parent  # shared by this run's workers
+    shared = root / "kbseed" / "kb.duckdb"
+    kb = tmp_path_factory.mktemp("kbseed") / "kb.duckdb"  # this worker's own, read by its tests
+    with FileLock(str(root / "kbseed.lock")):
+        if not (root / "kbseed" / "done").exists():
+            shared.parent.mkdir(exist_ok=True)
+            assert rootcause.ensure_embeddings(shared) >= 40
+            (root / "kbseed" / "done").write_text("ok")
+        shutil.copy(shared, kb)
+    assert not kbstore.stale_embeddings(kb=kb)
+    texts = []
+    for p in kbstore.list_patterns(kb=kb):
+        whole, ind = kbstore.pattern_texts(p)
+        texts += [whole, *ind]
+    embed.embed(texts, kb=kb)  # all found in the knowledge base's embed_cache
     return kb
+
+
+@pytest.fixture(scope="session")
+def worker_id(request) -> str:
+    """pytest-xdist's worker name (``gw0``...), ``master`` without it."""
+    return getattr(request.config, "workerinput", {}).get("workerid", "master")
+
+
+@pytest.fixture(scope="session")
+def prefect_api_server(tmp_path_factory):
+    """One real Prefect server (127.0.0.1, SQLite in a temp dir) for the modules that only
+    need *a* server to run flows against (test_flows_prefect.py, test_html_flow.py): started
+    by the first, stopped at the end of the session.  Yields (API URL, its home)."""
+    import time
+
+    from prefect_fixtures import prefect_server
+
+    home = tmp_path_factory.mktemp("prefect")
+    t0 = time.perf_counter()
+    with prefect_server(home) as url:
+        print(f"\n[prefect server up in {time.perf_counter() - t0:.1f} s at {url}]")
+        yield url, home
+
+
+#: modules whose tests start Prefect servers of their own (or l4's local one): under
+#: pytest-xdist each of their tests is a unit of work of its own
+PREFECT_ALONE = ("test_delivery_prefect.py", "test_serve_restart.py", "test_localserver.py",
+                 "test_warm.py")
+#: modules that run flows against the one server of :func:`prefect_api_server`: one unit
+PREFECT_SHARED = ("test_flows_prefect.py", "test_html_flow.py")
+
+
+def _unit(nodeid: str) -> str:
+    """The unit of work a test belongs to under pytest-xdist (see
+    :func:`_make_scheduler`)."""
+    module = nodeid.split("::", 1)[0]
+    name = module.rsplit("/", 1)[-1]
+    if name in PREFECT_ALONE:
+        return nodeid
+    if name in PREFECT_SHARED:
+        return "prefect-shared-server"
+    return module
+
+
+def _make_scheduler(config, log):
+    """``make test`` runs ``pytest -n 2``: units of work go to whichever worker is free, in
+    collection order (see :func:`pytest_collection_modifyitems`).  A unit is a module, so
+    its module-scoped fixtures are built once; the modules that share one Prefect server
+    are one unit, so it starts once; each test that starts servers of its own is a unit.
+    (``--dist loadgroup`` would do this with marks, but under pytest 9 its marks do not
+    reach the node ids.)  Another ``--dist`` given on the command line is honoured."""
+    if config.getoption("dist") != "load":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class _Units(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return _unit(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order the workers collected
+    return _Units(config, log)
+
+
+if importlib.util.find_spec("xdist") is not None:  # a hook pytest only knows with xdist
+    pytest_xdist_make_scheduler = _make_scheduler
+
+
+#: the longest units (on 2 cores), started first; the rest follow in collection order
+_FIRST = ("test_a_storm_of_50_failures", "prefect-shared-server", "test_events_sent_while",
+          "test_a_server_restart_mid_run", "test_a_killed_run", "test_kb_match.py",
+          "test_server_commands_and_diagnose", "test_later_commands_run_the_flow",
+          "test_kb_embed_numpy.py", "test_a_warm_process_of_other_code",
+          "test_diagnose_starts_the_server", "test_hostile_inputs.py", "test_kb_category.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist, put the longest units first so that neither worker is left with
+    a long one at the end; the order inside a module is kept.  Without xdist nothing
+    changes."""
+    if not hasattr(config, "workerinput"):
+        return
+
+    def rank(item) -> int:
+        unit = _unit(item.nodeid)
+        return next((i for i, key in enumerate(_FIRST) if key in unit), len(_FIRST))
+
+    items.sort(key=rank)  # stable
 
 
 @pytest.fixture

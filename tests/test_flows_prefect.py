@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-from prefect_fixtures import PYTHON, REPO, make_job, prefect_env, prefect_server, stop
+from prefect_fixtures import PYTHON, REPO, make_job, prefect_env, stop
 from typer.testing import CliRunner
 
 pytestmark = [pytest.mark.slow, pytest.mark.prefect]
@@ -29,12 +29,14 @@ def comparable(report: dict) -> dict:
 
 
 class Api:
-    def __init__(self, url: str, home: Path):
+    def __init__(self, url: str, home: Path, results: Path):
         self.url = url
         self.home = home
+        self.results = results
 
     def env(self, **extra: str) -> dict[str, str]:
         env = prefect_env(self.home, self.url)
+        env["PREFECT_RESULTS_LOCAL_STORAGE_PATH"] = str(self.results)
         env.update(L4_RETRY_DELAY="0.05", HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
         env.update(extra)
         return env
@@ -55,8 +57,9 @@ class Api:
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
-    """A Prefect server for this module, and this process pointed at it."""
+def api(prefect_api_server, tmp_path_factory):
+    """The session's Prefect server (conftest.prefect_api_server), and this process pointed
+    at it for this module, with result storage of this module's own."""
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_HOME,
@@ -65,20 +68,18 @@ def api(tmp_path_factory):
         temporary_settings,
     )
 
-    home = tmp_path_factory.mktemp("prefect")
-    t0 = time.perf_counter()
-    with prefect_server(home) as url:
-        print(f"\n[prefect server up in {time.perf_counter() - t0:.1f} s at {url}]")
-        with pytest.MonkeyPatch.context() as mp, temporary_settings({
-            PREFECT_API_URL: url,
-            PREFECT_HOME: str(home / "prefect-home"),
-            PREFECT_RESULTS_LOCAL_STORAGE_PATH: str(home / "results"),
-            PREFECT_LOGGING_TO_API_BATCH_INTERVAL: 0.3,
-        }):
-            mp.setenv("L4_RETRY_DELAY", "0.05")
-            mp.setenv("L4_QUIET_PREFECT_HINT", "1")
-            yield Api(url, home)
-            _flush()
+    url, home = prefect_api_server
+    results = tmp_path_factory.mktemp("results")
+    with pytest.MonkeyPatch.context() as mp, temporary_settings({
+        PREFECT_API_URL: url,
+        PREFECT_HOME: str(home / "prefect-home"),
+        PREFECT_RESULTS_LOCAL_STORAGE_PATH: str(results),
+        PREFECT_LOGGING_TO_API_BATCH_INTERVAL: 0.3,
+    }):
+        mp.setenv("L4_RETRY_DELAY", "0.05")
+        mp.setenv("L4_QUIET_PREFECT_HINT", "1")
+        yield Api(url, home, results)
+        _flush()
 
 
 def _flush() -> None:
@@ -272,9 +273,10 @@ def test_a_large_job_scans_in_a_pool_of_scanner_processes(api, tmp_path, monkeyp
 # --- the same report with and without Prefect --------------------------------------------------
 
 
-def test_flow_and_direct_engine_agree(api, tmp_path):
+def test_flow_and_direct_engine_agree(api, tmp_path, seeded_kb):
     """Manual (``--no-prefect``) and orchestrated runs are one pipeline: same normal pool,
-    same report, same root causes, both recorded where ``l4 show`` finds them."""
+    same report, same root causes, both recorded where ``l4 show`` finds them.  Both start
+    from a copy of the session's seeded, embedded library (embedding it is tested there)."""
     from flows.diagnose import diagnose_job_cli
     from flows.learn import learn_normal_cli
     from l4.kbstore import get_diagnosis, load_normal_rows
@@ -284,6 +286,8 @@ def test_flow_and_direct_engine_agree(api, tmp_path):
     simulate_case(tmp_path / "case", 11)
     case = tmp_path / "case"
     kb_flow, kb_direct = tmp_path / "kb-flow.duckdb", tmp_path / "kb-direct.duckdb"
+    shutil.copy(seeded_kb, kb_flow)
+    shutil.copy(seeded_kb, kb_direct)
     t_flow, t_direct = tmp_path / "t-flow.drain3", tmp_path / "t-direct.drain3"
 
     learned = learn_normal_cli(case / "baseline-1", kb=kb_flow, templates=t_flow)
@@ -375,7 +379,7 @@ def test_dask_run_equals_local_run(api, tmp_path):
 # --- automatic triggering, end to end ------------------------------------------------------------
 
 
-def test_failure_event_triggers_a_stored_diagnosis(api, tmp_path):
+def test_failure_event_triggers_a_stored_diagnosis(api, tmp_path, seeded_kb):
     from prefect import get_client
     from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName
 
@@ -386,6 +390,9 @@ def test_failure_event_triggers_a_stored_diagnosis(api, tmp_path):
     case = tmp_path / "case"
     truth = json.loads((case / "truth.json").read_text())
     kb, templates = tmp_path / "kb.duckdb", tmp_path / "templates.drain3"
+    # the served flow run matches against a copy of the session's seeded, embedded library
+    # (a fresh one would be embedded inside the run first: minutes on a busy 2-core host)
+    shutil.copy(seeded_kb, kb)
     env = api.env(L4_KB=str(kb), L4_TEMPLATES=str(templates))
     log = open(tmp_path / "serve.log", "wb")
     serve = subprocess.Popen([PYTHON, "-m", "l4.cli", "serve", "--poll", "1"], env=env,

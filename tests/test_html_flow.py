@@ -5,13 +5,15 @@ Real Prefect server on 127.0.0.1."""
 from __future__ import annotations
 
 import pytest
-from prefect_fixtures import make_job, prefect_server
+from prefect_fixtures import make_job
 
 pytestmark = [pytest.mark.prefect, pytest.mark.slow]
 
 
 @pytest.fixture(scope="module")
-def api(tmp_path_factory):
+def api(prefect_api_server, tmp_path_factory):
+    """The session's Prefect server (conftest.prefect_api_server), this module's own result
+    storage."""
     from prefect.settings import (
         PREFECT_API_URL,
         PREFECT_HOME,
@@ -19,20 +21,19 @@ def api(tmp_path_factory):
         temporary_settings,
     )
 
-    home = tmp_path_factory.mktemp("prefect-html")
-    with prefect_server(home) as url:
-        with pytest.MonkeyPatch.context() as mp, temporary_settings({
-            PREFECT_API_URL: url,
-            PREFECT_HOME: str(home / "prefect-home"),
-            PREFECT_RESULTS_LOCAL_STORAGE_PATH: str(home / "results"),
-        }):
-            mp.setenv("L4_QUIET_PREFECT_HINT", "1")
-            yield url
-            from prefect.events.worker import EventsWorker
-            from prefect.logging.handlers import APILogWorker
+    url, home = prefect_api_server
+    with pytest.MonkeyPatch.context() as mp, temporary_settings({
+        PREFECT_API_URL: url,
+        PREFECT_HOME: str(home / "prefect-home"),
+        PREFECT_RESULTS_LOCAL_STORAGE_PATH: str(tmp_path_factory.mktemp("results-html")),
+    }):
+        mp.setenv("L4_QUIET_PREFECT_HINT", "1")
+        yield url
+        from prefect.events.worker import EventsWorker
+        from prefect.logging.handlers import APILogWorker
 
-            APILogWorker.drain_all(timeout=10)
-            EventsWorker.drain_all(timeout=10)
+        APILogWorker.drain_all(timeout=10)
+        EventsWorker.drain_all(timeout=10)
 
 
 def test_flow_writes_and_links_the_html_report(api, tmp_path, monkeypatch):
