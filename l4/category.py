@@ -56,6 +56,7 @@ CODE_WEIGHT = 0.6  # size of one exact feature relative to the unit-norm embeddi
 CONFIRMED_WEIGHT = 5.0  # a confirmed diagnosis counts like this many library texts
 WHOLE_SAMPLE_WEIGHT = 0.5  # a pattern's title+description: a weaker sample than a real line
 DESCRIPTION_WEIGHT = 1.0  # a phrase of kb/categories.yaml (what the category means)
+EXEMPLAR_WEIGHT = 1.0  # a real failure line of kb/category_exemplars.yaml (0: not used)
 SHARPNESS = 4.0  # how strongly the most fault-like lines dominate a query
 MATCH_GAMMA = 6.0  # weight of a suggested pattern's score for its category (product of experts)
 # Evaluated and NOT adopted (benchmarks/kb_accuracy.py --set ..., 2026-12-01): on a
@@ -242,7 +243,7 @@ def featurize(vectors: np.ndarray, features: Sequence[Iterable[str]], vocab: lis
 
 def _from_library(s: Sample) -> bool:
     """A pattern's own text (not a category description, not a confirmed diagnosis)."""
-    return not s.pattern_id.startswith("category:") and not any(
+    return not s.pattern_id.startswith(("category:", "exemplar:")) and not any(
         src.startswith("diagnosis:") for src in s.sources)
 
 
@@ -357,7 +358,7 @@ def fingerprint(state: Sequence[tuple], model_name: str) -> str:
     """Hash of what a model is trained on: library rows, confirmations, model, settings."""
     h = hashlib.sha256()
     h.update(json.dumps([VERSION, model_name, C, CODE_WEIGHT, CONFIRMED_WEIGHT, WHOLE_SAMPLE_WEIGHT,
-                         DESCRIPTION_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT, CUES], default=str).encode())
+                         DESCRIPTION_WEIGHT, EXEMPLAR_WEIGHT, LEXICAL_WEIGHT, PATTERN_WEIGHT, CUES], default=str).encode())
     for row in state:
         h.update(json.dumps(row, default=str, sort_keys=True).encode())
     return h.hexdigest()
