@@ -392,3 +392,48 @@ def test_exact_features_take_any_text(text: str) -> None:
     feats = cat.exact_features(text, rootcause.extract_codes(text))
     assert all(isinstance(f, str) and f for f in feats)
     assert feats == cat.exact_features(text, rootcause.extract_codes(text))
+
+
+# --- real failure lines of kb/category_exemplars.yaml teach the classifier -----------------------
+
+
+def test_exemplars_are_training_samples_with_their_source(kb: Path) -> None:
+    """Every exemplar line is one classifier sample of its category, labelled with its
+    report's source, so leave-one-source-out can leave it out with that source."""
+    _, exemplars = kbstore.category_exemplars()
+    samples = rootcause.training_samples(kbstore.category_training_rows(kb=kb), kb)
+    mine = [s for s in samples if s.pattern_id.startswith("exemplar:")]
+    assert len(mine) == sum(len(e["lines"]) for e in exemplars)
+    by_source = {e["source"]: e["category"] for e in exemplars}
+    for s in mine:
+        assert len(s.sources) == 1 and by_source[s.sources[0]] == s.category
+        assert s.weight == cat.EXEMPLAR_WEIGHT
+
+
+def test_exemplar_weight_is_part_of_the_stored_model(kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turning exemplars off refits the classifier (the weight is in the fingerprint) and
+    leaves no exemplar sample."""
+    rootcause.category_model(kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        fp1 = con.execute("SELECT fingerprint FROM category_models").fetchone()[0]
+    monkeypatch.setattr(cat, "EXEMPLAR_WEIGHT", 0.0)
+    samples = rootcause.training_samples(kbstore.category_training_rows(kb=kb), kb)
+    assert not [s for s in samples if s.pattern_id.startswith("exemplar:")]
+    rootcause.category_model(kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        assert con.execute("SELECT fingerprint FROM category_models").fetchone()[0] != fp1
+
+
+def test_leave_one_source_out_drops_the_exemplars_of_that_source() -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from kb_accuracy import _without
+
+    v = np.zeros(384, dtype=np.float32)
+    samples = [cat.Sample(v, frozenset(), "user", 1.0, "p1", ("https://a",)),
+               cat.Sample(v, frozenset(), "user", 1.0, "exemplar:0", ("https://a",)),
+               cat.Sample(v, frozenset(), "hardware", 1.0, "exemplar:1", ("https://b",)),
+               cat.Sample(v, frozenset(), "user", 1.0, "category:user", ("kb/categories.yaml",))]
+    kept = _without(samples, frozenset({"p1"}), {"https://a"})
+    assert [s.pattern_id for s in kept] == ["exemplar:1", "category:user"]
