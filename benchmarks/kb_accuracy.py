@@ -167,6 +167,14 @@ def same_fault_groups(patterns: list[dict]) -> dict[str, set[str]]:
     return out
 
 
+def _without(samples: list, excl: frozenset, sources: set) -> list:
+    """Training samples without the excluded patterns' texts and without the real lines
+    (kb/category_exemplars.yaml) taken from one of ``sources``: a report never teaches
+    the classifier the answer to itself."""
+    return [s for s in samples if s.pattern_id not in excl
+            and not (s.pattern_id.startswith("exemplar:") and set(s.sources) & sources)]
+
+
 def loso(kb: Path, patterns: list[dict], samples: list, *, verbose: bool = False,
          settings: dict | None = None, every: int = 1, patterns_only: bool = False) -> dict:
     """Leave-one-source-out: matcher, classifier and keyword baseline without P's sources.
@@ -188,7 +196,7 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
           patterns_only: bool = False) -> dict:
     sources = {p["id"]: set(p["sources"]) for p in patterns}
     same = same_fault_groups(patterns)
-    models: dict[frozenset, category.CategoryModel] = {}
+    models: dict[tuple[frozenset, frozenset], category.CategoryModel] = {}
     full = category.train(samples)  # only a starting point for the folds' solver
     ours, base = [], []
     n_exists = pat1_ours = pat1_base = pat1_ranked = pat3_ranked = 0
@@ -200,15 +208,15 @@ def _loso(kb: Path, patterns: list[dict], samples: list, verbose: bool, every: i
             continue
         excl = frozenset(q["id"] for q in patterns
                          if q["id"] == p["id"] or sources[q["id"]] & sources[p["id"]])
+        key = (excl, frozenset(sources[p["id"]]))
         if patterns_only:
-            models[excl] = full
-        elif excl not in models:
-            models[excl] = category.train([s for s in samples if s.pattern_id not in excl],
-                                          init=full)
+            models[key] = full
+        elif key not in models:
+            models[key] = category.train(_without(samples, excl, sources[p["id"]]), init=full)
         # every pattern ranked (no threshold): which one is first and whether it is shown
         # are separate questions; the categories do not depend on the caller's threshold
         m = rootcause.match_lines_full(p["indicators"], kb=kb, top_k=len(patterns), exclude=excl,
-                                       model=models[excl], threshold=0.0)
+                                       model=models[key], threshold=0.0)
         ranked_all = m.root_causes
         m.root_causes = [r for r in ranked_all if r["similarity"] >= rootcause.THRESHOLD][:3]
         cats = [c["category"] for c in m.categories]
@@ -273,7 +281,8 @@ def excerpts_loso(kb: Path, patterns: list[dict], samples: list, excerpts: list[
         if e.get("category") not in category.CATEGORIES or held_out(e["id"]):
             continue
         excl = frozenset(p["id"] for p in patterns if e.get("source") in p["sources"])
-        model = category.train([s for s in samples if s.pattern_id not in excl], init=full) if excl else full
+        gone = _without(samples, excl, {e.get("source")})
+        model = category.train(gone, init=full) if len(gone) < len(samples) else full
         m = rootcause.match_lines_full(e["lines"], kb=kb, top_k=3, exclude=excl, model=model)
         cats = [c["category"] for c in m.categories]
         kw = KeywordBaseline([q for q in patterns if q["id"] not in excl]).rank(e["lines"])

@@ -697,6 +697,28 @@ def category_descriptions() -> tuple[str, dict[str, list[str]]]:
     return hashlib.sha256(text.encode()).hexdigest(), out
 
 
+def category_exemplars() -> tuple[str, list[dict]]:
+    """(hash, [{"source", "category", "lines"}]) from kb/category_exemplars.yaml: real
+    failure lines from public reports, each labelled with the category of its report's
+    resolution.  They teach the category classifier only (they are not patterns: no
+    action, no suggestion), so a wording no pattern uses still finds its team."""
+    try:
+        text = _kb_resource("category_exemplars.yaml")
+    except (FileNotFoundError, OSError):
+        return hashlib.sha256(b"").hexdigest(), []
+    doc = yaml.load(text, Loader=_YAML_LOADER) or {}  # noqa: S506 - a safe loader
+    out: list[dict] = []
+    for i, entry in enumerate(doc.get("exemplars") or []):
+        if not isinstance(entry, dict) or entry.get("category") not in CATEGORIES:
+            raise KBError(f"kb/category_exemplars.yaml: exemplar {i} has no known category")
+        lines = [str(t).strip() for t in entry.get("lines") or [] if str(t).strip()]
+        source = str(entry.get("source") or "").strip()
+        if not lines or not source:
+            raise KBError(f"kb/category_exemplars.yaml: exemplar {i} needs a source and lines")
+        out.append({"source": source, "category": entry["category"], "lines": lines})
+    return hashlib.sha256(text.encode()).hexdigest(), out
+
+
 def load_category_model(fingerprint: str, *, kb: Path | str | None = None) -> str | None:
     with connect(kb) as con:
         row = con.execute("SELECT model FROM category_models WHERE fingerprint = ?",

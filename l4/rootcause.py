@@ -725,6 +725,13 @@ def training_samples(rows: dict, kb: Path | str | None = None) -> list[cat.Sampl
         for (name, t), v in zip(desc, vecs, strict=True):
             samples.append(cat.Sample(v, cat.exact_features(t, extract_codes(t)), name,
                                       cat.DESCRIPTION_WEIGHT, f"category:{name}", ("kb/categories.yaml",)))
+    _, exemplars = kbstore.category_exemplars()
+    ex = [(i, e, t) for i, e in enumerate(exemplars) for t in e["lines"]]
+    if ex and cat.EXEMPLAR_WEIGHT > 0:
+        vecs = embed([mask_text(t) for _, _, t in ex], kb=kb, use_store=True)
+        for (i, e, t), v in zip(ex, vecs, strict=True):
+            samples.append(cat.Sample(v, cat.exact_features(t, extract_codes(t)), e["category"],
+                                      cat.EXEMPLAR_WEIGHT, f"exemplar:{i}", (e["source"],)))
     texts = [(d, t) for d in rows["confirmed"] for t in d["texts"]]
     if texts:
         vecs = embed([mask_text(t) for _, t in texts], kb=kb, use_store=True)
@@ -740,7 +747,8 @@ def category_model(kb: Path | str | None = None) -> cat.CategoryModel | None:
     state = kbstore.category_training_state(kb=kb)
     if not any(r[0] != "diagnosis" for r in state):
         return None
-    fp = cat.fingerprint([*state, ("categories", kbstore.category_descriptions()[0])], model_name())
+    fp = cat.fingerprint([*state, ("categories", kbstore.category_descriptions()[0]),
+                          ("exemplars", kbstore.category_exemplars()[0])], model_name())
     key = (str(kbstore.resolve_kb(kb)), fp)
     model = _model_memo.get(key)
     if model is not None:

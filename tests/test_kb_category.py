@@ -362,7 +362,10 @@ def test_an_agent_sigterm_is_not_a_closed_terminal(kb: Path, monkeypatch: pytest
     sighup = [r for r in term.root_causes if r["pattern_id"] == "elastic-sighup-session-closed"]
     assert not sighup or not any(e["kind"] == "template" for e in sighup[0]["evidence"])
     # without the contradiction rule the closed-terminal pattern wins on SIGTERM as well
+    # (the report's category re-ranking the patterns is switched off too: with the real
+    # lines of kb/category_exemplars.yaml it now tells the two apart on its own)
     monkeypatch.setattr(rootcause, "CONFLICT_FACTOR", 1.0)
+    monkeypatch.setattr(rootcause, "CATEGORY_PRIOR", 0.0)
     off = rootcause.match_events(_engine_events(SIGTERM_LINES), kb=kb)
     assert off.root_causes[0]["pattern_id"] == "elastic-sighup-session-closed"
 
@@ -392,3 +395,48 @@ def test_exact_features_take_any_text(text: str) -> None:
     feats = cat.exact_features(text, rootcause.extract_codes(text))
     assert all(isinstance(f, str) and f for f in feats)
     assert feats == cat.exact_features(text, rootcause.extract_codes(text))
+
+
+# --- real failure lines of kb/category_exemplars.yaml teach the classifier -----------------------
+
+
+def test_exemplars_are_training_samples_with_their_source(kb: Path) -> None:
+    """Every exemplar line is one classifier sample of its category, labelled with its
+    report's source, so leave-one-source-out can leave it out with that source."""
+    _, exemplars = kbstore.category_exemplars()
+    samples = rootcause.training_samples(kbstore.category_training_rows(kb=kb), kb)
+    mine = [s for s in samples if s.pattern_id.startswith("exemplar:")]
+    assert len(mine) == sum(len(e["lines"]) for e in exemplars)
+    by_source = {e["source"]: e["category"] for e in exemplars}
+    for s in mine:
+        assert len(s.sources) == 1 and by_source[s.sources[0]] == s.category
+        assert s.weight == cat.EXEMPLAR_WEIGHT
+
+
+def test_exemplar_weight_is_part_of_the_stored_model(kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Turning exemplars off refits the classifier (the weight is in the fingerprint) and
+    leaves no exemplar sample."""
+    rootcause.category_model(kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        fp1 = con.execute("SELECT fingerprint FROM category_models").fetchone()[0]
+    monkeypatch.setattr(cat, "EXEMPLAR_WEIGHT", 0.0)
+    samples = rootcause.training_samples(kbstore.category_training_rows(kb=kb), kb)
+    assert not [s for s in samples if s.pattern_id.startswith("exemplar:")]
+    rootcause.category_model(kb)
+    with duckdb.connect(str(kb), read_only=True) as con:
+        assert con.execute("SELECT fingerprint FROM category_models").fetchone()[0] != fp1
+
+
+def test_leave_one_source_out_drops_the_exemplars_of_that_source() -> None:
+    import sys
+
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from kb_accuracy import _without
+
+    v = np.zeros(384, dtype=np.float32)
+    samples = [cat.Sample(v, frozenset(), "user", 1.0, "p1", ("https://a",)),
+               cat.Sample(v, frozenset(), "user", 1.0, "exemplar:0", ("https://a",)),
+               cat.Sample(v, frozenset(), "hardware", 1.0, "exemplar:1", ("https://b",)),
+               cat.Sample(v, frozenset(), "user", 1.0, "category:user", ("kb/categories.yaml",))]
+    kept = _without(samples, frozenset({"p1"}), {"https://a"})
+    assert [s.pattern_id for s in kept] == ["exemplar:1", "category:user"]

@@ -117,3 +117,38 @@ def test_held_out_excerpts_are_not_copied(raw: list[dict]) -> None:
         assert not held_sources & set(p["sources"]), p["id"]
         for i in p["indicators"]:
             assert " ".join(i.split()) not in held_lines, (p["id"], i)
+
+
+EXEMPLARS = ROOT / "kb" / "category_exemplars.yaml"
+
+
+def test_category_exemplars_are_valid_data() -> None:
+    """Every exemplar (real lines that teach the category classifier) has a known category,
+    a URL source of its own, non-empty lines and a note saying why that category."""
+    ex = yaml.safe_load(EXEMPLARS.read_text(encoding="utf-8"))["exemplars"]
+    assert len(ex) >= 50
+    sources = [e["source"] for e in ex]
+    assert len(set(sources)) == len(sources), "one entry per report"
+    for e in ex:
+        assert e["category"] in CATEGORIES, e["source"]
+        assert URL.match(e["source"]), e["source"]
+        assert e["lines"] and all(str(t).strip() for t in e["lines"]), e["source"]
+        assert str(e.get("note") or "").strip(), e["source"]
+    assert {e["category"] for e in ex} == CATEGORIES
+    _, loaded = kbstore.category_exemplars()
+    assert len(loaded) == len(ex)
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="../shared/data/real-failures.jsonl not available")
+def test_held_out_excerpts_are_not_exemplars() -> None:
+    """No exemplar cites a held-out excerpt's source or copies one of its lines."""
+    rows = [json.loads(line) for line in REAL.read_text().splitlines() if line.strip()]
+    held = [r for r in rows if r.get("kind") == "failure" and _held_out(r["id"])]
+    held_lines = {" ".join(line.split()) for r in held for line in r["lines"]}
+    held_sources = {r["source"] for r in held}
+    exemplars = yaml.safe_load(EXEMPLARS.read_text(encoding="utf-8"))["exemplars"]
+    # the messages name the exemplar only, never a held-out line
+    assert not [e["source"] for e in exemplars if e["source"] in held_sources]
+    copied = [(e["source"], line) for e in exemplars for line in e["lines"]
+              if " ".join(str(line).split()) in held_lines]
+    assert not copied, copied
