@@ -64,17 +64,15 @@ def schedules(job: ParsedJob, profile: Profile) -> list[Schedule]:
     return out
 
 
-def reported(job: ParsedJob, profile: Profile, stage: str) -> bool:
-    """Did any node of ``job`` print a report of ``stage``?"""
+def _report_columns(job: ParsedJob, profile: Profile, stage: str):
+    """(rule, column) of every event of ``job`` that reports ``stage`` (by the profile's
+    ``periodic`` rules)."""
     for st, rx in profile.periodic:
         if st != stage:
             continue
         for c, template in enumerate(job.templates):
-            if not rx.search(template):
-                continue
-            if (job.counts[:, c] > 0).any():
-                return True
-    return False
+            if rx.search(template):
+                yield rx, c
 
 
 def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float,
@@ -82,9 +80,10 @@ def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float,
     """The periodic phase (evaluation, save) due right after iteration ``last_done``.
 
     By the job's own reports: due after the last one it printed.  By the healthy runs'
-    schedule (``healthy``) only when the job printed no report of that phase at all: it
-    failed in the first one.  A job that reported some and then stopped reporting may have
-    stopped for another reason (its clock, not its schedule, dates a slowdown).
+    schedule (``healthy``) when the job printed no report of that phase at all (it failed
+    in the first one), or reported on that grid up to the last one due before: it kept the
+    schedule.  A job that skipped a due report may have stopped for another reason (its
+    clock, not its schedule, dates a slowdown).
     """
     if last_done is None or math.isnan(last_done) or last_done <= 0:
         return None
@@ -108,23 +107,18 @@ def report_numbers(job: ParsedJob, profile: Profile, stage: str) -> set[int]:
     """The iterations the job's reports of ``stage`` named (the first and last report
     per node and line): the first whole number from where the report's words begin."""
     out: set[int] = set()
-    for st, rx in profile.periodic:
-        if st != stage:
-            continue
-        for c, template in enumerate(job.templates):
-            if not rx.search(template):
-                continue
-            for i in np.nonzero(job.counts[:, c] > 0)[0].tolist():
-                texts = [job.last_examples[i].get(c, "")]
-                if c in job.examples[i]:
-                    texts.append(job.examples[i][c][1])
-                for text in texts:
-                    m = rx.search(text)
-                    if m is None:
-                        continue
-                    # the number the report's own words lead to, not its timestamp's
-                    n = next((int(x) for x in numbers_in(text[m.start():])
-                              if x == int(x) and x > 0), None)
-                    if n is not None:
-                        out.add(n)
+    for rx, c in _report_columns(job, profile, stage):
+        for i in np.nonzero(job.counts[:, c] > 0)[0].tolist():
+            texts = [job.last_examples[i].get(c, "")]
+            if c in job.examples[i]:
+                texts.append(job.examples[i][c][1])
+            for text in texts:
+                m = rx.search(text)
+                if m is None:
+                    continue
+                # the number the report's own words lead to, not its timestamp's
+                n = next((int(x) for x in numbers_in(text[m.start():])
+                          if x == int(x) and x > 0), None)
+                if n is not None:
+                    out.add(n)
     return out
