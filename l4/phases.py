@@ -77,8 +77,11 @@ class Timeline:
         """Is event ``col`` the line that ends a save or an evaluation in healthy runs
         ("eval: iteration 25 val_loss=2.15" after "running evaluation at iteration 25")?
         Its own words may name the phase; printed, it says that phase is over."""
-        cid = int(job.event_ids[col])
-        return any(cid in ends for ends in self.closers.values())
+        return int(job.event_ids[col]) in self.closing_ids()
+
+    def closing_ids(self) -> set[int]:
+        """Every line that ends some save or evaluation in healthy runs."""
+        return set().union(*self.closers.values()) if self.closers else set()
 
     def relabel(self, job: ParsedJob, stages: list[str | None],
                 counter: Counter | None = None) -> list[str | None]:
@@ -92,7 +95,7 @@ class Timeline:
         the rule's label.
         """
         out = list(stages)
-        closing = set().union(*self.closers.values()) if self.closers else set()
+        closing = self.closing_ids()
         for c, cid in enumerate(job.event_ids):
             if cid in closing and stages[c] is None and self.phase.get(cid) == LOOP_PHASE:
                 out[c] = "training"  # the line that ends a save or evaluation: back to training
