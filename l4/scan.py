@@ -565,17 +565,46 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         distinct = [v for i, v in enumerate(envelope) if i == 0 or v != envelope[i - 1]]
         if len(distinct) < 3:
             continue
-        diffs = {distinct[i + 1] - distinct[i] for i in range(len(distinct) - 1)}
+        diffs = [distinct[i + 1] - distinct[i] for i in range(len(distinct) - 1)]
+        d = _fixed_step(diffs)
+        if d is None and j + 1 < width and _fraction_of(vals, [r[j + 1] for r in rows]):
+            # the count of a fraction ("3640/3980"): a progress bar is redrawn when time
+            # allows, not at every step, so its counts advance unevenly; still one step
+            d = min(diffs)
+            d = d if d > 0 and not any(x % d for x in diffs) else None
         # steps back only where each step is printed several times (by several ranks): a
         # rank number every rank prints once, in any order, is no counter
-        jitter_ok = back == 0 or (back <= 2 * next(iter(diffs)) and len(vals) >= 1.5 * len(set(vals)))
-        if len(diffs) == 1 and jitter_ok:
-            d = diffs.pop()
+        jitter_ok = back == 0 or (d is not None and back <= 2 * d
+                                  and len(vals) >= 1.5 * len(set(vals)))
+        if d is not None and jitter_ok:
             # the finest counter wins: a progress bar's percentage also creeps up by one,
             # and on a bar of 50 steps it moves by 2 at every step its count moves by 1
             if d > 0 and (len(distinct), -d) > best_key:
                 best, best_key = (j, d), (len(distinct), -d)
     return best
+
+
+def _fraction_of(vals: list[float], nxt: list[float]) -> bool:
+    """Is this field the count of a fraction: followed by one constant total it never
+    passes ("130/200")?"""
+    return len(set(nxt)) == 1 and nxt[0] == nxt[0] and nxt[0] >= 3 and max(vals) <= nxt[0]
+
+
+def _fixed_step(diffs: list[float]) -> float | None:
+    """The fixed step of a counter's advances, or ``None`` when it has none.
+
+    Every advance is one step, or a few where another line shape drew the counts between
+    (a progress bar's elapsed time turns from "59:58" to "1:00:03" now and then while it
+    crosses the hour, and each form is a shape of its own); most advances are one step.
+    """
+    if not diffs:
+        return None
+    step = min(diffs)
+    if step <= 0 or any(d > 3 * step or d % step for d in diffs):
+        return None
+    if len(diffs) > 1 and sum(d == step for d in diffs) < 0.8 * len(diffs):
+        return None
+    return step
 
 
 def unwrap_counts(vals: list[float], period: float) -> list[float]:
@@ -616,14 +645,10 @@ def _periods(vals: list[float], nxt: list[float] | None) -> tuple[float, float] 
         back = max(back, top - v)
         top = max(top, v)
         env.append(top)
-    diffs = [y - x for x, y in zip(env, env[1:], strict=False) if y != x]
-    if not diffs:
-        return None
-    step = min(diffs)
     # a count or two may be missing where another line shape drew them (a bar line that
     # the launcher glued to a log line): the steps are the counter's step, mostly
-    if (step <= 0 or any(d > 3 * step or d % step for d in diffs)
-            or sum(d == step for d in diffs) < 0.8 * len(diffs)):
+    step = _fixed_step([y - x for x, y in zip(env, env[1:], strict=False) if y != x])
+    if step is None:
         return None
     if back and not (back <= 2 * step and len(vals) >= 1.5 * len(set(vals))):
         return None

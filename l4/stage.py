@@ -285,7 +285,7 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         else:
             stage = timed
     if (hinted is None and progressed and stage in EARLY
-            and _steps_after(counter, t_stage) >= 2):
+            and max(_steps_after(counter, t_stage), _untimed_steps(job, cross, counter, r)) >= 2):
         # the job completed steps after the culprit's last line: it took part in their
         # collectives, so that line (start-up, from a rank that prints nothing in the
         # loop) does not date the failure; the job was in its loop
@@ -501,6 +501,26 @@ def _steps_after(counter: Counter | None, t0: float) -> int:
         ok = ~np.isnan(num) & ~np.isnan(ts) & (ts > t0 + _SKEW)
         later.update(num[ok].tolist())
     return len(later)
+
+
+def _untimed_steps(job: ParsedJob, cross: CrossJobResult, counter: Counter | None,
+                   r: int) -> int:
+    """How many distinct steps the other nodes counted before their own trouble began,
+    when node ``r`` counted none and no counter line carries a clock (a progress bar).
+
+    Then no clock orders ``r``'s last line against the steps, but the steps themselves do:
+    every rank takes part in each step's collectives, so a node whose last words were
+    start-up lines was alive and training for every step the others completed."""
+    if counter is None or r in counter.tracks:
+        return 0
+    if any((~np.isnan(ts)).any() for _, _, ts in counter.tracks.values()):
+        return 0
+    done: set[float] = set()
+    for i, (pos, num, _) in counter.tracks.items():
+        p_i, _, _ = onset(job, cross, i)
+        ok = ~np.isnan(num) & (pos < p_i)
+        done.update(num[ok].tolist())
+    return len(done)
 
 
 def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from bar_jobs import diagnose_three_nodes
 
 STOP = 40
@@ -44,3 +45,42 @@ def test_a_quiet_culprit_s_start_up_line_does_not_date_the_failure(tmp_path, mon
     rep = diagnose_three_nodes(tmp_path, _node)
     assert rep["nodes"][0]["node"] == "node-1", [n["node"] for n in rep["nodes"]]
     assert rep["stage"] == "training", rep["stage"]
+
+
+TOTAL = 400
+
+
+def _bar_node(path: Path, failed: bool, role: str) -> None:
+    """As ``_node``, but the printing rank draws a progress bar, whose lines carry no clock:
+    only the order of lines says that the job trained after the culprit's last words."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = int(path.stem.split("-")[1])
+    last = STOP - 1 if failed else 80
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f"{_ts(0)} [INFO] initializing process group rank {n}\n")
+        fh.write(f"{_ts(1)} [INFO] process group ready world_size=3 rank={n}\n")
+        fh.write(f"{_ts(2)} [INFO] loading checkpoint shards: 3/3 done\n")
+        if n == 2:
+            fh.write(f"{_ts(3)} [INFO] ***** Running training *****\n")
+            fh.write(f"{_ts(3)} [INFO]   Total optimization steps = {TOTAL}\n")
+            for it in range(1, last + 1):
+                sec = 3 * it
+                pct = 100 * it // TOTAL
+                fh.write(f"{pct:3d}%|{'#' * (pct // 10):<10}| {it}/{TOTAL} "
+                         f"[{sec // 60:02d}:{sec % 60:02d}<21:00,  3.00s/it]\n")
+                if it % 10 == 0:
+                    fh.write(f"{{'loss': {7.9 - it / 100:.4f}, 'epoch': {it / TOTAL:.3f}}}\n")
+        if not failed:
+            fh.write(f"{_ts(300)} [INFO] training done\n")
+        elif role == "victim":
+            fh.write(f"{_ts(1500)} [ERROR] [Rank {n}] Watchdog caught collective operation "
+                     "timeout: WorkGloo(SeqNum=41, OpType=ALLREDUCE) ran for 600000 ms\n")
+
+
+@pytest.mark.parametrize("write", [_bar_node], ids=["untimed-bar"])
+def test_steps_without_a_clock_still_outlive_the_quiet_culprit(tmp_path, monkeypatch, write):
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, write)
+    assert rep["nodes"][0]["node"] == "node-1", [n["node"] for n in rep["nodes"]]
+    assert rep["stage"] == "training", rep["stage"]
+    assert rep["iterations"] and rep["iterations"][0]["iteration"] == STOP, rep["iterations"]

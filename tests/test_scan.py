@@ -93,3 +93,38 @@ def test_a_step_printed_by_several_ranks_in_any_order_still_counts():
     # every rank prints its own number once, in any order: ranks, not steps
     ranks = [[v, 8] for v in (25, 24, 27, 26, 29, 28, 31, 30)]
     assert step_field(ranks) is None
+
+
+def test_a_counter_with_a_few_skipped_counts_still_counts():
+    # another line shape drew the missing counts; most advances are one step
+    counts = [10, 20, 30, 50, 60, 70, 80, 100, 110, 120, 130, 140]
+    assert step_field([[c % 7, c] for c in counts]) == (1, 10)
+    # uneven advances with no total to count towards are no counter
+    assert step_field([[v] for v in (3, 6, 12, 15, 27, 30, 42)]) is None
+
+
+def test_a_progress_bar_redrawn_unevenly_counts_its_steps_not_its_percentage():
+    # tqdm redraws when time allows: its counts advance unevenly, its percentage evenly
+    counts = [3640, 3660, 3670, 3700, 3710, 3720, 3760, 3770, 3790, 3800]
+    rows = [[100 * c // 4000, c, 4000, 6, 24, 16, 35, 53, 6.33] for c in counts]
+    assert step_field(rows) == (1, 10)
+
+
+def _clock(sec: int) -> str:
+    h, rest = divmod(sec, 3600)
+    return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60:02d}:{rest % 60:02d}"
+
+
+def test_a_progress_bar_whose_clocks_change_form_keeps_counting_steps(tmp_path):
+    # tqdm's remaining time is an estimate that wobbles with the step rate: around ten
+    # hours it reads "9:59:12" and "10:00:41" in turn, and each form is a shape of its own
+    rng = random.Random(7)
+    total = 17500
+    rows = [f"{100 * k // total:3d}%|##        | {k}/{total} "
+            f"[{_clock(3 * k)}<{_clock(36000 + rng.randint(-900, 900))},  2.85s/it]"
+            for k in range(20, 3000, 20)]
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    seen = sorted(v for t in scan.markers.values() for v in t.numbers.tolist())
+    assert seen == list(range(20, 3000, 20))
