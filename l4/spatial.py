@@ -34,6 +34,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from l4.clocks import clock_offsets
 from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, slowed_first
 from l4.mask import decimals_in
@@ -115,25 +116,58 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
 
 
 def missing_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
-    """Per node: troubling events most other nodes share but this node never logged."""
+    """Per node: troubling events most other nodes share but this node never logged, or
+    logged fewer times than every other node did (half as much)."""
     n = job.n_nodes
     if n < 3:
         return np.zeros(n)
-    anom = cross.anomalous
-    share = anom.mean(axis=0)
-    widespread = (share >= 0.5) & (cross.severity >= 0.5) & (anom.sum(axis=0) >= 2)
+    widespread = _widespread(cross)
     if not widespread.any():
         return np.zeros(n)
-    absent = (job.counts[:, widespread] == 0).astype(np.float64)
-    return absent.mean(axis=1)
+    counts = job.counts[:, widespread]
+    absent = (counts == 0).astype(np.float64)
+    return (absent + 0.5 * short_of_pack(counts)).mean(axis=1)
 
 
-def stopped_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
-    """Per node: how early its log ends relative to the others (0 = with the pack)."""
+def _widespread(cross: CrossJobResult) -> np.ndarray:
+    """Troubling events that at least half the nodes (two or more) logged: the pack's."""
+    anom = cross.anomalous
+    return (anom.mean(axis=0) >= 0.5) & (cross.severity >= 0.5) & (anom.sum(axis=0) >= 2)
+
+
+def short_of_pack(counts: np.ndarray) -> np.ndarray:
+    """Per node and column: 1 where the node logged the event fewer times than every other
+    logging node, which all logged it about equally often.
+
+    Each rank that waited in a collective logs its own timeout; a rank that never entered
+    the collective (hung in I/O, in a data loader, in a kernel) has none to log, so its
+    node reports one rank fewer than every other node.  Counts that vary from node to node
+    anyway (teardown cut some ranks short) tell nothing, and nothing is scored then.
+    """
+    out = np.zeros(counts.shape, dtype=np.float64)
+    for j in range(counts.shape[1]):
+        col = counts[:, j]
+        logging = np.nonzero(col > 0)[0]
+        if logging.size < 4:
+            continue
+        order = logging[np.argsort(col[logging], kind="stable")]
+        low, others = order[0], col[order[1:]]
+        lo, hi = int(others.min()), int(others.max())
+        if int(col[low]) < lo and hi - lo <= max(0, 0.1 * float(np.median(others))):
+            out[low, j] = 1.0
+    return out
+
+
+def stopped_first(job: ParsedJob, cross: CrossJobResult,
+                  last: np.ndarray | None = None) -> np.ndarray:
+    """Per node: how early its log ends relative to the others (0 = with the pack).
+
+    ``last``: when each node's log ended, on one clock (``ends``); by default as each
+    node's own clock says."""
     n = job.n_nodes
     if n < 2:
         return np.zeros(n)
-    last = job.node_last_ts
+    last = job.node_last_ts if last is None else last
     ok = ~np.isnan(last)
     out = np.zeros(n)
     if ok.sum() >= max(2, 0.8 * n):
@@ -188,7 +222,7 @@ FIRST_LEAD = 10.0
 END_BLUR_S = 0.1
 
 
-def first_to_stop(job: ParsedJob) -> np.ndarray:
+def first_to_stop(job: ParsedJob, last: np.ndarray | None = None) -> np.ndarray:
     """Per node: 1.0 for the one node whose log ended clearly before all the others, when
     those others ended together.
 
@@ -198,9 +232,10 @@ def first_to_stop(job: ParsedJob) -> np.ndarray:
     of itself is the first failure, however little it logged; a node merely lacking the
     pack's errors (an output filter, an early SIGTERM) is not.  The lead is measured in
     the spread of the pack, so skewed clocks (a wide pack) need a wider lead.  Needs two
-    nodes in the pack: with one, "together" means nothing.
+    nodes in the pack: with one, "together" means nothing.  ``last`` as for
+    ``stopped_first``.
     """
-    last = job.node_last_ts
+    last = job.node_last_ts if last is None else last
     n = len(last)
     out = np.zeros(n)
     ok = ~np.isnan(last)
@@ -304,14 +339,24 @@ def _slowed_first(job: ParsedJob) -> np.ndarray:
 
 def odd_measurements(job: ParsedJob) -> np.ndarray:
     """Per node: how far its last measured values (timings, rates) stand apart from every
-    other node's, in lines that most nodes print.
+    other node's, in lines that most nodes print (``odd_cells``)."""
+    out = np.zeros(job.n_nodes)
+    for i, _, far in odd_cells(job):
+        out[i] += far
+    return out
+
+
+def odd_cells(job: ParsedJob) -> list[tuple[int, int, float]]:
+    """(node, event column, how far) for each measured value of a line most nodes print
+    that stands apart from every other node's: a step time ten times the others', a rate
+    a third of theirs.
 
     Only a lone outlier counts (at most one node in twenty per field): roles that differ
     by design, pipeline stages say, differ in groups, not one node at a time.  Only lines
     a node prints again and again (per-iteration timers) are compared.
     """
     n = job.n_nodes
-    out = np.zeros(n)
+    out: list[tuple[int, int, float]] = []
     if n < 4:
         return out
     # lines most nodes print again and again (per-iteration timers), not one-off start-up
@@ -341,7 +386,7 @@ def odd_measurements(job: ParsedJob) -> np.ndarray:
             far = spread > math.log(ODD_FACTOR)
             if 0 < far.sum() <= max(1, len(keep) // 20):
                 for k in np.nonzero(far)[0].tolist():
-                    out[keep[k]] += min(float(spread[k]), math.log(20.0))
+                    out.append((keep[k], c, min(float(spread[k]), math.log(20.0))))
     return out
 
 
@@ -355,7 +400,8 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     raw = specific_trouble(job, cross)
     spec = raw / max(float(raw.max()) if raw.size else 0.0, LONE_CAUSE)
     miss = missing_symptom(job, cross)
-    stop = _normalise(stopped_first(job, cross))
+    ends = job.node_last_ts - clock_offsets(job, cross)
+    stop = _normalise(stopped_first(job, cross, ends))
     kept = cross.kept
     feats = np.log1p(cross.excess[:, kept]) if kept.any() else np.zeros((n, 0))
     extra = np.stack([stop, miss], axis=1)
@@ -364,7 +410,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     odd = _normalise(odd_measurements(job))
     peers = named_by_peers(job, cross)
     slow = _slowed_first(job)
-    lead = first_to_stop(job)
+    lead = first_to_stop(job, ends)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
              + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
@@ -374,7 +420,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     # nodes the evidence cannot tell apart (every log the same teardown, the culprit's own
     # output filtered away): the one whose log ended first comes first, its launcher saw its
     # worker die before the others' collectives broke
-    ends = np.where(np.isnan(job.node_last_ts), np.inf, job.node_last_ts)
+    ends = np.where(np.isnan(ends), np.inf, ends)
     order = sorted(range(n), key=lambda i: (-round(float(total[i]), 6), float(ends[i]),
                                             job.nodes[i]))
     return [
