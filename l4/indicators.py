@@ -15,7 +15,7 @@ import numpy as np
 from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
 from l4.severity import is_boilerplate, is_field
-from l4.spatial import NodeScore
+from l4.spatial import NodeScore, odd_cells
 
 MAX_EVENTS = 25
 MAX_EXAMPLES = 3
@@ -86,5 +86,27 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
                 symptom=symptom,
             )
         )
+    out.extend(_odd_on(job, top, {e.event_id for e in out}))
     out.sort(key=lambda e: (-e.score, e.template))
     return out[:max_events]
+
+
+#: score of a measurement that singles out the culprit: above the symptoms every victim
+#: logs, below an error the culprit printed itself
+ODD_SCORE = 2.0
+
+
+def _odd_on(job: ParsedJob, top: int, have: set[int]) -> list[Indicator]:
+    """The culprit's routine lines whose last measured values stand apart from every other
+    node's (``l4.spatial.odd_cells``): a straggler prints no error, only a step time ten
+    times the others'.  That line, as the culprit last printed it, is what shows it."""
+    out = []
+    for c in sorted({c for i, c, _ in odd_cells(job) if i == top}):
+        if int(job.event_ids[c]) in have or c not in job.last_examples[top]:
+            continue
+        example = {"file": job.files[top], "line": int(job.last_line[top, c]),
+                   "node": job.nodes[top], "text": job.last_examples[top][c]}
+        out.append(Indicator(event_id=int(job.event_ids[c]), template=job.templates[c],
+                             score=ODD_SCORE, nodes=[job.nodes[top]],
+                             count=int(job.counts[top, c]), examples=[example]))
+    return out

@@ -44,6 +44,14 @@ def test_the_node_whose_timers_disagree_with_everyone_is_the_straggler(tmp_path)
     assert report["nodes"][0]["node"] == "node-5"
     assert report["stage"] == "training"
     assert 40 in [it["iteration"] for it in report["iterations"][:3]]
+    # its timers are what shows it: the line is an event, shown as the straggler printed it
+    timer = [e for e in report["events"] if "fwd_microstep" in e["template"]]
+    assert timer and timer[0]["nodes"] == ["node-5"], [e["template"] for e in report["events"]]
+    example = timer[0]["examples"][0]
+    assert example["node"] == "node-5" and "[Rank 40]" in example["text"]
+    assert float(example["text"].split("fwd_microstep: ")[1].split()[0]) > 3000
+    lines = (failed / example["file"]).read_text().splitlines()
+    assert lines[example["line"] - 1] == example["text"]
 
 
 def test_healthy_spread_between_nodes_names_nobody(tmp_path):
