@@ -54,7 +54,10 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
             # a routine-looking line new on the culprit may be its own wording of the
             # cause; a field of a report ("host : <*>", "rank : <*>") is not, by itself
             continue
-        if sev < 0.5 and not on_top:
+        if sev < 0.5 and not (on_top and share <= 0.5):
+            # a line that does not read like trouble (a warning) counts only where it sets
+            # the culprit apart: one that every node printed, and the healthy runs did not
+            # (a library of another version warns of a deprecation), says the job differs
             continue
         excess = float(cross.excess[anom_nodes, c].max()) if len(anom_nodes) else 0.0
         score = (0.3 + sev) * (1.0 if cross.novel[c] else 0.75) * (1.0 + np.log1p(excess) / 10)
