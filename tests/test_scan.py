@@ -128,3 +128,10 @@ def test_a_progress_bar_whose_clocks_change_form_keeps_counting_steps(tmp_path):
     scan = scan_node_file(NodeFile("n", path, "n.log"))
     seen = sorted(v for t in scan.markers.values() for v in t.numbers.tolist())
     assert seen == list(range(20, 3000, 20))
+
+
+def test_a_bar_whose_percentage_skips_counts_its_steps():
+    # 50 of 4400 steps per line: the percentage creeps 1, 2, 3, 4, 5, 6, 7, 9 (it skips),
+    # the count advances by 50 every time
+    rows = [[100 * c // 4400, c, 4400, 6.3] for c in range(50, 1600, 50)]
+    assert step_field(rows) == (1, 50)
