@@ -427,6 +427,9 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
     total = job.counts.sum(axis=0).astype(np.float64)
     rarity = np.log1p(total.sum() / np.maximum(total, 1.0)) * (cross.kept + 0.05)
     alarming = cross.severity >= 0.5
+    # or new in this job and on few nodes, whatever its words ("NCCL WARN ... port error")
+    unusual = alarming | (cross.novel & cross.kept
+                          & (cross.anomalous.sum(axis=0) <= max(1, job.n_nodes // 4)))
     first_slow: float | None = None
     sustained = False
     for i in dict.fromkeys(focus):
@@ -445,6 +448,8 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
         for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
             bump(it, min(z, 12.0) / 4.0)
         began = streak_onset(job.seqs[i], tpos, tnum, alarming)
+        if began is None:
+            began = recurring_onset(job.seqs[i], tpos, tnum, unusual)
         if began is not None and (current is None or began < current):
             # every iteration since then said the same alarming thing (an fp16 overflow
             # each step until the loss scale bottoms out): that is where the fault began
@@ -507,6 +512,44 @@ def streak_onset(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray, alarming: n
             it = nums[lo + k]
             if not math.isnan(it) and (best is None or it < best):
                 best = int(it)
+    return best
+
+
+def recurring_onset(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray, alarming: np.ndarray,
+                    *, look_back: int = 400, min_hits: int = 3) -> int | None:
+    """First iteration of an unusual event that came back again and again until the end,
+    though not in every iteration: a link that flaps ("port error", "port active") a few
+    times before it fails for good.  Its last spell (after a clean stretch of ``WINDOW``
+    iterations) must span ``min_hits`` iterations or more, a third of those from its start
+    to the end at least, and last to within ``WINDOW // 2`` iterations of the end; the
+    earliest such spell's first iteration is where the fault began."""
+    n = len(pos)
+    if n < min_hits + 1:
+        return None
+    lo = max(1, n - look_back)
+    segs = [set(seq[pos[k - 1] + 1: pos[k] + 1].tolist()) for k in range(lo, n)]
+    tail = set(seq[pos[-1] + 1:].tolist())  # after the last counter line: the failure
+    seen: dict[int, list[int]] = {}
+    for k, sg in enumerate(segs):
+        for e in sg:
+            if alarming[e]:
+                seen.setdefault(e, []).append(k)
+    best = None
+    for e, ks in seen.items():
+        # the spell that lasted to the end: after the last clean stretch of WINDOW
+        gaps = [j for j in range(1, len(ks)) if ks[j] - ks[j - 1] > WINDOW]
+        ks = ks[gaps[-1]:] if gaps else ks
+        if len(ks) < min_hits or len(segs) - 1 - ks[-1] > WINDOW // 2:
+            continue
+        if 3 * len(ks) < len(segs) - ks[0]:
+            continue  # a stray error now and then (a metrics push), not a spell
+        if e in tail and len(ks) == len(segs) - ks[0]:
+            continue  # every iteration since: a streak (``streak_onset``) or the failure
+        if not gaps and ks[0] < WINDOW:
+            continue  # no clean stretch before it to tell it began there
+        it = nums[lo + ks[0]]
+        if not math.isnan(it) and (best is None or it < best):
+            best = int(it)
     return best
 
 

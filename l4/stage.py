@@ -248,6 +248,9 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     first_errs = own + [c for c in ordered[:6] if c not in own]
     progressed = _progressed(job, cross, counter.marker if counter else None)
     hinted = _error_hint(job, profile, r, first_errs)
+    if hinted is None and first_errs:
+        hinted = _dump_hint(job, profile, r, np.nonzero(cross.anomalous[r])[0],
+                            int(job.first_pos[r, first_errs[0]]))
     if hinted in EARLY and progressed:
         hinted = None  # training had begun: no start-up stage comes back
     if hinted == "evaluation" and not progressed:
@@ -340,6 +343,29 @@ def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> st
         if library is None:
             library = _first_hint(profile, list(reversed(ctx)))
     return library
+
+
+#: how many records after the first error a stack dump that belongs to it may start
+DUMP_REACH = 12
+
+
+def _dump_hint(job: ParsedJob, profile: Profile, r: int, anom: np.ndarray,
+               first: int) -> str | None:
+    """The stage the program's own frames name in a stack dump printed right after node
+    ``r``'s first error, under a header of its own: faulthandler prints "Fatal Python error:
+    Segmentation fault", a blank line, then "Current thread 0x... (most recent call
+    first):" and the crashing thread's frames.  Only frames count, not the header's words."""
+    near = [c for c in anom.tolist()
+            if 0 <= int(job.first_pos[r, c]) - first <= DUMP_REACH]
+    for c in sorted(near, key=lambda c: job.first_pos[r, c]):
+        ex = job.examples[r].get(c)
+        ctx = ex[2] if ex else []
+        # a dump lists the most recent call first, the innermost frame at the top
+        frames = [f for f in ctx if 'File "' in f and not _LIBRARY_FRAME.search(f)]
+        hint = _first_hint(profile, frames)
+        if hint:
+            return hint
+    return None
 
 
 def _first_hint(profile: Profile, texts: list[str]) -> str | None:

@@ -53,3 +53,32 @@ def test_a_training_loop_handed_its_evaluation_loader_is_no_evaluation():
             "line 1976, in backward"])}]
     profile = choose_profile(Job.templates, "deepspeed")
     assert _error_hint(Job(), profile, 0, [0]) is None
+
+
+def test_a_faulthandler_dump_after_the_error_names_the_stage():
+    """faulthandler prints "Fatal Python error: Segmentation fault", a blank line, then the
+    crashing thread's frames under a header of their own, most recent call first."""
+    import numpy as np
+
+    from l4.stage import _dump_hint
+
+    dump = ['51:   File "/usr/local/lib/python3.11/dist-packages/torch/serialization.py", '
+            "line 628 in save",
+            '51:   File "/workspace/Megatron-LM/megatron/training/checkpointing.py", line 397 '
+            "in save_checkpoint",
+            '51:   File "/workspace/Megatron-LM/megatron/training/training.py", line 1298 in train']
+    idle = ['51:   File "/usr/lib/python3.11/threading.py", line 324 in wait']
+
+    class Job:
+        templates = ["Fatal Python error: Segmentation fault", "<EMPTY>",
+                     "Thread <HEX> (most recent call first):",
+                     "Current thread <HEX> (most recent call first):"]
+        first_pos = np.array([[40, 41, 42, 44]])
+        examples = [{0: (41, "Fatal Python error: Segmentation fault", []),
+                     1: (42, "", []), 2: (43, "Thread 0x1 (most recent call first):", idle),
+                     3: (46, "Current thread 0x2 (most recent call first):", dump)}]
+
+    profile = choose_profile(Job.templates, "megatron")
+    assert _dump_hint(Job(), profile, 0, np.arange(4), 40) == "checkpointing"
+    # a dump printed long after the error is about something else
+    assert _dump_hint(Job(), profile, 0, np.array([3]), 40 - 100) is None

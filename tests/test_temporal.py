@@ -117,3 +117,33 @@ def test_the_node_that_slowed_a_step_before_the_others_is_singled_out():
     assert iterations.slowed_first(job, lead).tolist() == [0.0, 0.0, 1.0, 0.0]
     together = iterations.Counter(0, [0], {i: _track(21) for i in range(4)}, 1.0)
     assert iterations.slowed_first(job, together).tolist() == [0.0] * 4
+
+
+def _iterations(flaps: set[int], n: int = 60, early: int | None = None):
+    """Records of ``n`` iterations: routine event 1, event 7 (a link's "port error") in the
+    iterations ``flaps`` (and once at ``early``), then the counter line (event 3)."""
+    seq, pos = [], []
+    for k in range(1, n + 1):
+        seq += [1, 7] if k in flaps or k == early else [1]
+        pos.append(len(seq))
+        seq.append(3)
+    unusual = np.zeros(8, dtype=bool)
+    unusual[7] = True
+    return np.array(seq, dtype=np.uint32), np.array(pos), np.arange(1, n + 1, dtype=float), unusual
+
+
+def test_a_link_that_flaps_until_it_fails_began_at_its_first_flap():
+    seq, pos, nums, unusual = _iterations({44, 45, 47, 51, 55, 58})
+    assert iterations.recurring_onset(seq, pos, nums, unusual) == 44
+    # nothing unusual that came back: no onset
+    assert iterations.recurring_onset(seq, pos, nums, np.zeros(8, dtype=bool)) is None
+    # twice is no pattern; a flap spell that ended long before the failure is over
+    assert iterations.recurring_onset(*_iterations({44, 58})) is None
+    assert iterations.recurring_onset(*_iterations({20, 21, 23, 25})) is None
+    # seen a few iterations before: the spell began there; seen once long before, with a
+    # clean stretch between: the spell began at its own first flap
+    assert iterations.recurring_onset(*_iterations({41, 44, 45, 47, 51, 55, 58}, early=38)) == 38
+    assert iterations.recurring_onset(*_iterations({44, 45, 47, 51, 55, 58}, early=12)) == 44
+    # a stray error now and then (a metrics push failing three times in 20 iterations) is
+    # no spell
+    assert iterations.recurring_onset(*_iterations({40, 49, 57})) is None
