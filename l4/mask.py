@@ -141,7 +141,8 @@ def strip_prefix(line: str) -> str:
     return _strip_who_when(line).lstrip()
 
 
-_CONT_RE = re.compile(r"^(?:\s+File \"|\s{4,}\S|\t+\S|\s*[~^]{3,}\s*$|frame #\d+: )")
+_CONT_RE = re.compile(r"^(?:\s+File \"|\s{4,}\S|\t+(?:at |\.\.\. \d+ more|/)|\s*[~^]{3,}\s*$"
+                      r"|frame #\d+: )")
 
 
 #: an exception line, however indented: a child's traceback quoted inside a launcher's
@@ -153,9 +154,12 @@ _INDENTED_EXCEPTION_RE = re.compile(
 
 def is_continuation(line: str) -> bool:
     """A line that continues the record above it: Python traceback frames and their code
-    lines (indented), caret markers, C++ ``frame #N:`` stack lines.  A single leading space
-    is not enough (Megatron's iteration lines start with one), and an exception line is a
-    record of its own even when indented: it is the informative end of a traceback."""
+    lines (indented), caret markers, C++ ``frame #N:`` stack lines, Java's and Go's
+    tab-indented frames.  Other tab-indented lines are details an error lists, one per
+    problem (PyTorch's "\tsize mismatch for ..."): each names a cause, so it is a record.
+    A single leading space is not enough (Megatron's iteration lines start with one), and an
+    exception line is a record of its own even when indented: it is the informative end of
+    a traceback."""
     text = _strip_who_when(line)
     return bool(_CONT_RE.match(text)) and not _INDENTED_EXCEPTION_RE.match(text)
 

@@ -211,3 +211,18 @@ def test_masking_is_linear_on_long_tokens():
     for blob in blobs:
         assert isinstance(mask_line(blob), str)
     assert time.process_time() - start < 1.0
+
+
+def test_a_tab_indented_detail_of_an_error_is_a_record_of_its_own():
+    from l4.mask import is_continuation
+
+    # PyTorch lists what went wrong under its error, one tab-indented line per problem:
+    # the line that names the cause, not a frame of how the program got there
+    assert not is_continuation("[rank18]:\tsize mismatch for model.layers.0.weight: copying "
+                               "a param with shape torch.Size([1536, 4096]) from checkpoint")
+    assert not is_continuation('\tMissing key(s) in state_dict: "lm_head.weight".')
+    # stack frames stay with their error: Java's, Go's
+    assert is_continuation("\tat org.apache.hadoop.ipc.Client.call(Client.java:1475)")
+    assert is_continuation("\t... 12 more")
+    assert is_continuation("\t/usr/local/go/src/runtime/panic.go:212 +0x55")
+    assert is_continuation('  File "/app/train.py", line 12, in main')
