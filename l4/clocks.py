@@ -25,8 +25,12 @@ MIN_LINES = 2
 
 
 def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
-    """Per node: seconds its clock is ahead of the job's median clock (0 where unknown or
-    below ``MIN_OFFSET_S``).
+    """Per node: seconds its clock is behind the job's median clock, as a negative number
+    (0 where unknown, below ``MIN_OFFSET_S``, or ahead).
+
+    Only a clock behind is read: it makes a node seem to stop first, and correcting it
+    takes that false lead away.  A node whose start-up lines came late may have started
+    late rather than have a clock ahead; correcting it would lend it a lead it never had.
 
     Each shared line (printed by most nodes, nothing unusual about it) gives every node
     that printed it the difference between its first time and the median first time; a
@@ -53,6 +57,6 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         # a clock that is off moves every line by as much; lines that disagree about it
         # (a node that merely loaded its shards later) say nothing about its clock
         agree = float(np.median(np.abs(d - off))) <= max(MIN_OFFSET_S, 0.2 * abs(off))
-        if abs(off) >= MIN_OFFSET_S and agree:
+        if off <= -MIN_OFFSET_S and agree:
             out[i] = off
     return out

@@ -8,6 +8,7 @@ last line does not date the failure, and the job was training (not initializing)
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TextIO
 
 import pytest
 from bar_jobs import diagnose_three_nodes
@@ -19,13 +20,19 @@ def _ts(sec: int) -> str:
     return f"[2026-12-01 10:{sec // 60:02d}:{sec % 60:02d},000]"
 
 
-def _node(path: Path, failed: bool, role: str) -> None:
+def _start(path: Path, failed: bool) -> tuple[TextIO, int, int]:
+    """(open log, node number, last step) of one node, its process group lines written."""
     path.parent.mkdir(parents=True, exist_ok=True)
     n = int(path.stem.split("-")[1])
-    last = STOP - 1 if failed else 80
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"{_ts(0)} [INFO] initializing process group rank {n}\n")
-        fh.write(f"{_ts(1)} [INFO] process group ready world_size=3 rank={n}\n")
+    fh = open(path, "w", encoding="utf-8")  # the caller closes it (with fh:)
+    fh.write(f"{_ts(0)} [INFO] initializing process group rank {n}\n")
+    fh.write(f"{_ts(1)} [INFO] process group ready world_size=3 rank={n}\n")
+    return fh, n, STOP - 1 if failed else 80
+
+
+def _node(path: Path, failed: bool, role: str) -> None:
+    fh, n, last = _start(path, failed)
+    with fh:
         if n == 2:  # the printing rank
             fh.write(f"{_ts(2)} [INFO] dataset ready: 4096 samples\n")
             fh.write(f"{_ts(3)} [INFO] model loaded\n")
@@ -53,12 +60,8 @@ TOTAL = 400
 def _bar_node(path: Path, failed: bool, role: str) -> None:
     """As ``_node``, but the printing rank draws a progress bar, whose lines carry no clock:
     only the order of lines says that the job trained after the culprit's last words."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    n = int(path.stem.split("-")[1])
-    last = STOP - 1 if failed else 80
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(f"{_ts(0)} [INFO] initializing process group rank {n}\n")
-        fh.write(f"{_ts(1)} [INFO] process group ready world_size=3 rank={n}\n")
+    fh, n, last = _start(path, failed)
+    with fh:
         fh.write(f"{_ts(2)} [INFO] loading checkpoint shards: 3/3 done\n")
         if n == 2:
             fh.write(f"{_ts(3)} [INFO] ***** Running training *****\n")

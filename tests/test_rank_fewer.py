@@ -21,11 +21,14 @@ def _stamp(sec: float) -> str:
 
 
 def node_log(k: int, *, iters: int, hung: int | None = None, skew: float = 0.0,
-             healthy: bool = False) -> str:
+             healthy: bool = False, late_start: float = 0.0) -> str:
     """One node of ``RANKS`` ranks; ``hung``: a local rank that stopped entering
-    collectives (it logs no timeout); ``skew``: seconds this host's clock is off."""
-    out = [f"I1201 {_stamp(skew)} 70 api.py:512] Rendezvous complete for workers",
-           f"I1201 {_stamp(skew + 0.5)} 70 api.py:530] Starting worker group"]
+    collectives (it logs no timeout); ``skew``: seconds this host's clock is off;
+    ``late_start``: seconds its launcher started after the others (its start-up lines
+    only are late: the first collective waits for it)."""
+    t0 = skew + late_start
+    out = [f"I1201 {_stamp(t0)} 70 api.py:512] Rendezvous complete for workers",
+           f"I1201 {_stamp(t0 + 0.5)} 70 api.py:530] Starting worker group"]
     for it in range(1, iters + 1):
         t = skew + 2.0 * it
         out.append(f"[default0]:I1201 {_stamp(t)} 77 train.py:88] step {it} loss {3 + 1 / it:.4f}")
@@ -73,3 +76,17 @@ def test_short_of_pack_needs_a_pack_that_agrees():
     # a node that logged none is "absent", not short; too few nodes tell nothing
     assert not short_of_pack(np.array([[8], [0], [8], [8]])).any()
     assert not short_of_pack(np.array([[8], [7], [8]])).any()
+
+
+def test_a_node_that_started_late_is_not_made_a_first_stopper(tmp_path):
+    """Its start-up lines came 20 s after the others', its later lines on time: that is a
+    late start, not a clock ahead, and no correction may lend it a lead."""
+    healthy = write_job(tmp_path / "ok", {h: node_log(k, iters=60, healthy=True)
+                                          for k, h in enumerate(HOSTS)}, status="succeeded")
+    nodes = {h: node_log(k, iters=50, hung=3 if h == "gpu-2" else None,
+                         late_start=20.0 if h == "gpu-5" else 0.0)
+             for k, h in enumerate(HOSTS)}
+    report = diagnose(write_job(tmp_path / "failed", nodes), [healthy], store_path=False)
+    ev = {n["node"]: n["evidence"] for n in report["nodes"]}
+    assert report["nodes"][0]["node"] == "gpu-2", [n["node"] for n in report["nodes"]]
+    assert ev["gpu-5"]["first_to_stop"] == 0.0 and ev["gpu-5"]["stopped_first"] == 0.0
