@@ -113,6 +113,9 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | 
     # tensor shapes torch.Size([4096, 1024]) / [4096, 1024] / (8, 512)
     (re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]"), "<SHAPE>", "["),
     (re.compile(r"\(\s*\d+(?:\s*,\s*\d+)+\s*\)"), "<SHAPE>", "("),
+    # a number with thousands separators is one number: "wps: 1,009" and "wps: 961" are one
+    # line's shape (else each redraw of a throughput makes its own template)
+    (re.compile(r"(?<![\w.,])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w,])"), WILDCARD, ","),
     # any remaining token that carries a digit: numbers, floats, rank3, cuda:0, 1.2E+03 (tried
     # only where a token starts: the same matches, but linear on long digit-free tokens)
     (re.compile(r"(?<![\w.+\-])[\w.+\-]*\d[\w.+\-]*"), WILDCARD, None),

@@ -226,3 +226,13 @@ def test_a_tab_indented_detail_of_an_error_is_a_record_of_its_own():
     assert is_continuation("\t... 12 more")
     assert is_continuation("\t/usr/local/go/src/runtime/panic.go:212 +0x55")
     assert is_continuation('  File "/app/train.py", line 12, in main')
+
+
+def test_a_number_with_thousands_separators_is_one_number():
+    # torchtitan's throughput and Hugging Face's totals print "1,009": one value, so the
+    # line keeps one shape when the value drops under a thousand
+    assert mask_line("step: 10  loss: 9.97  wps: 1,009  mfu: 4.92%") == mask_line(
+        "step: 20  loss: 9.88  wps: 961  mfu: 4.68%")
+    assert mask_line("Total optimization steps = 3,980") == "Total optimization steps = <*>"
+    # a list of small numbers is not one number
+    assert mask_line("CUDA_VISIBLE_DEVICES=0,1,2,3") == "CUDA_VISIBLE_DEVICES=<*>,<*>,<*>,<*>"
