@@ -155,6 +155,12 @@ _INDENTED_EXCEPTION_RE = re.compile(
     r"^\s+(?:[a-z_]\w*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:")
 
 
+#: a line indented deeper than a traceback's code line (eight spaces or more) that reports
+#: a failure: Ascend CANN prints its error details so ("        rtGetDevMsg execute
+#: failed, reason=[driver error:internal error]..."), each naming a cause
+_DEEP_FAILURE_RE = re.compile(r"^\s{8,}\S.*\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror)\b")
+
+
 def is_continuation(line: str) -> bool:
     """A line that continues the record above it: Python traceback frames and their code
     lines (indented), caret markers, C++ ``frame #N:`` stack lines, Java's and Go's
@@ -164,7 +170,8 @@ def is_continuation(line: str) -> bool:
     exception line is a record of its own even when indented: it is the informative end of
     a traceback."""
     text = _strip_who_when(line)
-    return bool(_CONT_RE.match(text)) and not _INDENTED_EXCEPTION_RE.match(text)
+    return (bool(_CONT_RE.match(text)) and not _INDENTED_EXCEPTION_RE.match(text)
+            and not _DEEP_FAILURE_RE.match(text))
 
 
 def mask_line(line: str) -> str:

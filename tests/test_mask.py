@@ -236,3 +236,17 @@ def test_a_number_with_thousands_separators_is_one_number():
     assert mask_line("Total optimization steps = 3,980") == "Total optimization steps = <*>"
     # a list of small numbers is not one number
     assert mask_line("CUDA_VISIBLE_DEVICES=0,1,2,3") == "CUDA_VISIBLE_DEVICES=<*>,<*>,<*>,<*>"
+
+
+def test_a_deep_indented_failure_report_is_a_record_of_its_own():
+    from l4.mask import is_continuation
+
+    # Ascend CANN lists its error details eight spaces deep, each naming a cause
+    assert not is_continuation("        rtGetDevMsg execute failed, reason=[driver error:internal "
+                               "error][FUNC:FuncErrorReason][FILE:error_message_manage.cc][LINE:53]")
+    assert not is_continuation("        tsd client wait response fail, device response code[1]. "
+                               "unknown device error.")
+    # a traceback's code line (four spaces) stays with its frame, whatever it says
+    assert is_continuation('    raise RuntimeError("loading failed")')
+    # deep lines that report no failure continue their record (a pretty-printed config)
+    assert is_continuation('        "lr": 0.0001,')
