@@ -5,7 +5,9 @@ badly run one.  "Who stopped first" compares when nodes' logs ended, so a node w
 runs behind seems to stop first.  Lines that every node prints at one moment of the job
 (start-up barriers, the process group coming up, a save every rank joins) show the offset:
 a node that printed each of them 25 s before the others' median did has a clock 25 s
-behind.  Only lines printed before anything went wrong count: the failure itself reaches
+behind.  Step counters are the best such lines: in synchronous training every node
+finishes step N together (its collectives wait for the slowest), so each step number
+that most nodes printed is one more reading of every clock, whatever the line's wording.  Only lines printed before anything went wrong count: the failure itself reaches
 nodes at different times, and that difference is the evidence, not the clock.
 """
 
@@ -22,6 +24,8 @@ MIN_OFFSET_S = 1.0
 SHARED = 0.8
 #: and there must be this many such lines, whose readings of one node's offset agree
 MIN_LINES = 2
+#: step numbers read per counter (the last ones most nodes printed): enough for a median
+STEP_READINGS = 32
 
 
 def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
@@ -44,14 +48,19 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     printed = ~np.isnan(first) & (job.counts > 0)
     routine = ~cross.anomalous.any(axis=0)
     cols = np.nonzero(routine & (printed.sum(axis=0) >= max(3, SHARED * n)))[0]
-    if cols.size < MIN_LINES:
+    sub = np.hstack([first[:, cols], step_times(job)])
+    if sub.shape[1] == 0:
         return out
-    sub = first[:, cols]
-    ref = np.nanmedian(sub, axis=0)
+    # a job that failed at start-up shares one line at most (the launcher's banner): a node
+    # that printed it 20 s early and stopped 20 s early ran as long as everyone, whether
+    # its clock is behind or it started early, so that one line is enough
+    need = MIN_LINES if sub.shape[1] >= MIN_LINES else 1
+    with np.errstate(all="ignore"):
+        ref = np.nanmedian(np.where(np.isnan(sub).all(axis=0), 0.0, sub), axis=0)
     diff = sub - ref[None, :]
     for i in range(n):
         d = diff[i][~np.isnan(diff[i])]
-        if d.size < MIN_LINES:
+        if d.size < need:
             continue
         off = float(np.median(d))
         # a clock that is off moves every line by as much; lines that disagree about it
@@ -60,3 +69,41 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         if off <= -MIN_OFFSET_S and agree:
             out[i] = off
     return out
+
+
+def step_times(job: ParsedJob) -> np.ndarray:
+    """(nodes, readings): when each node printed each of the last ``STEP_READINGS`` step
+    numbers of every step counter that most nodes print (nan where a node did not).
+
+    A number printed by several ranks of one node counts at its first line.  Counters
+    come from the scan (``MarkerTrack``), so no wording is assumed."""
+    n = job.n_nodes
+    need = max(3, SHARED * n)
+    by_col: dict[int, list[int]] = {}
+    for i in range(n):
+        for c, track in job.markers[i].items():
+            if track.ts.size and not np.isnan(track.ts).all():
+                by_col.setdefault(c, []).append(i)
+    blocks = [np.zeros((n, 0))]
+    for c, rows in by_col.items():
+        if len(rows) < need:
+            continue
+        per: dict[int, dict[float, float]] = {}
+        counted: dict[float, int] = {}
+        for i in rows:
+            track = job.markers[i][c]
+            ok = ~np.isnan(track.ts) & ~np.isnan(track.numbers)
+            seen: dict[float, float] = {}
+            for num, ts in zip(track.numbers[ok].tolist(), track.ts[ok].tolist(), strict=True):
+                seen.setdefault(num, ts)
+            per[i] = seen
+            for num in seen:
+                counted[num] = counted.get(num, 0) + 1
+        shared = sorted(num for num, k in counted.items() if k >= need)[-STEP_READINGS:]
+        if not shared:
+            continue
+        block = np.full((n, len(shared)), np.nan)
+        for i, seen in per.items():
+            block[i] = [seen.get(num, np.nan) for num in shared]
+        blocks.append(block)
+    return np.hstack(blocks)

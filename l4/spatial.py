@@ -66,6 +66,18 @@ NAMED_FAILURE = tuple(re.compile(p) for p in (
     r"host=(?P<host>[\w.\-]+) was not reachable",
     r"\b[Nn]ode (?P<host>[\w.\-]+) (?:is )?(?:down|not responding|NotReady|unreachable)\b",
 ))
+#: launchers' and libraries' words for the one process that exited or failed first, by
+#: its global rank: Open MPI's "The first process to do so was: Process name: [[24721,1],29]" and
+#: "mpirun noticed that process rank 29 with PID ... on node ...", torch's monitored
+#: barrier "Rank 3 failed to pass monitoredBarrier"
+NAMED_RANK = tuple(re.compile(p) for p in (
+    r"Process name: \[\[\d+,\d+\],(?P<rank>\d+)\]",
+    r"\bprocess rank (?P<rank>\d+) with PID\b",
+    r"\bRanks? (?P<rank>\d+) failed to pass monitoredBarrier",
+))
+#: the prefixes that say which global rank wrote a line: torchrun's "[rank29]:" /
+#: "[default29]:", mpirun's "[1,29]<stdout>:", srun's "29: "
+_RANK_PREFIX = re.compile(r"^(?:\[(?:rank|default)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|\s*(\d+): )")
 #: how much a propagated-failure message (timeout, reset...) counts next to a cause
 SYMPTOM_WEIGHT = 0.25
 
@@ -244,7 +256,11 @@ def first_to_stop(job: ParsedJob, last: np.ndarray | None = None) -> np.ndarray:
     order = np.argsort(np.where(ok, last, np.inf))
     first, rest = int(order[0]), order[1:][ok[order[1:]]]
     others = last[rest]
-    spread = max(float(np.median(np.abs(others - np.median(others)))), END_BLUR_S)
+    # the pack's spread: its median deviation, or half its middle half where many ends
+    # share one whole second (whole-second clocks make the median deviation 0)
+    q1, q3 = np.percentile(others, [25, 75])
+    spread = max(float(np.median(np.abs(others - np.median(others)))), float(q3 - q1) / 2,
+                 END_BLUR_S)
     gap = float(others.min() - last[first])
     if gap >= max(1.0, FIRST_LEAD * spread):
         out[first] = 1.0
@@ -271,6 +287,49 @@ def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
                     if j is not None:
                         out[j] = 1.0
     return out
+
+
+def exited_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: 1 when a launcher's unusual lines name the global rank that exited first
+    (``NAMED_RANK``) and that rank's lines carry this node's prefix (``rank_hosts``).
+
+    The launcher saw the exits in order, so this is "who stopped first" without clocks;
+    and like it, it is no proof: after a hang the first to exit is the peer whose timeout
+    fired first."""
+    out = np.zeros(job.n_nodes)
+    ranks: dict[int, int] | None = None  # read on first need
+    for i in range(job.n_nodes):
+        for c in np.nonzero(cross.anomalous[i])[0].tolist():
+            texts = [job.last_examples[i].get(c, "")]
+            if c in job.examples[i]:
+                texts.append(job.examples[i][c][1])
+            for text in texts:
+                for rx in NAMED_RANK:
+                    m = rx.search(text)
+                    if m is None:
+                        continue
+                    if ranks is None:
+                        ranks = rank_hosts(job)
+                    j = ranks.get(int(m.group("rank")))
+                    if j is not None:
+                        out[j] = 1.0
+    return out
+
+
+def rank_hosts(job: ParsedJob) -> dict[int, int]:
+    """Global rank -> the node whose log carries that rank's line prefix, for ranks that
+    exactly one node's lines carry (``_RANK_PREFIX``; read from every event's first and
+    last example of every node, so each rank that printed anything is seen)."""
+    seen: dict[int, set[int]] = {}
+    for i in range(job.n_nodes):
+        texts = [ex[1] for ex in job.examples[i].values()]
+        texts += list(job.last_examples[i].values())
+        for text in texts:
+            m = _RANK_PREFIX.match(text)
+            if m is not None:
+                rank = int(next(g for g in m.groups() if g is not None))
+                seen.setdefault(rank, set()).add(i)
+    return {rank: next(iter(who)) for rank, who in seen.items() if len(who) == 1}
 
 
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
@@ -410,7 +469,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     odd = _normalise(odd_measurements(job))
     peers = named_by_peers(job, cross)
     slow = _slowed_first(job)
-    lead = first_to_stop(job, ends)
+    lead = np.maximum(first_to_stop(job, ends), exited_first(job, cross))
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
              + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)

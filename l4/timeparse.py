@@ -26,8 +26,11 @@ _DMESG_T = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4}
 _SYSLOG = re.compile(r"^(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?! \d{4})\b")
 
 # glog, as torch, torchrun, NCCL's C++ side and absl print it: "W1201 08:11:41.657000 7427
-# file.cc:12] ..." (level letter, month, day; no year), possibly after who-prefixes
-_GLOG = re.compile(r"(?:^|[\s\]:])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?\s+\d+ ")
+# file.cc:12] ..." (level letter, month, day; no year), possibly after who-prefixes, and
+# c10's own logging since torch 2.3, without a thread id and in brackets:
+# "[E0726 19:03:27.741584736 ProcessGroupNCCL.cpp:616] [Rank 15] Watchdog caught ..."
+_GLOG = re.compile(r"(?:^|[\s\]:\[])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?"
+                   r"(?:\s+\d+ |\s+[\w./-]+:\d+\])")
 
 #: Times below this are *yearless* (syslog): month, day and time of day packed as
 #: ``((month * 32 + day) * 86400 + seconds of day)``, placed in a year by

@@ -69,3 +69,13 @@ def test_glog_times_are_read_and_dated_by_the_job():
     placed = place_yearless(np.array([a]), ref)[0]
     assert abs(placed - ref) < 86400
     assert math.isnan(parse_ts("IF0408 08:03:57 not a glog stamp"))
+
+
+def test_c10_bracketed_stamps_without_a_thread_id_are_read():
+    """Since torch 2.3 c10 logs "[E0726 19:03:27.741584736 ProcessGroupNCCL.cpp:616] ...":
+    no thread id, nanoseconds, in brackets, maybe after a rank tag.  The watchdog's timeout
+    is such a line, and a timeout without its time dates nothing."""
+    a = parse_ts("[W0726 19:03:20.000000000 socket.cpp:697] [c10d] The IPv6 network addresses")
+    b = parse_ts("[rank3]:[E0726 19:03:27.741584736 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught")
+    assert a < YEARLESS_MAX and b - a == pytest.approx(7.741584736, abs=1e-5)
+    assert math.isnan(parse_ts("[E0726 19:03:27 no file and line here"))

@@ -1,0 +1,48 @@
+"""Who names whom, by rank: Open MPI's head node reports "The first process to do so was:
+Process name: [[24721,1],9]", and mpirun's --tag-output prefixes ("[1,9]<stdout>:") say
+which node rank 9 ran on.  The head node's report is about that node, not about itself,
+however loud it is.  It says who exited first, as a clock would (``first_to_stop``), not
+who failed: after a hang the first to exit is the peer whose timeout fired first."""
+
+from __future__ import annotations
+
+from conftest import write_job
+from l4.engine import diagnose
+
+HOSTS = ("h100-n01", "h100-n02", "h100-n03", "h100-n04")
+RPN = 4  # ranks per node
+MPI_BLOCK = """--------------------------------------------------------------------------
+Primary job  terminated normally, but 1 process returned
+a non-zero exit code. Per user-direction, the job has been aborted.
+--------------------------------------------------------------------------
+--------------------------------------------------------------------------
+mpirun detected that one or more processes exited with non-zero status, thus causing
+the job to be terminated. The first process to do so was:
+
+  Process name: [[24721,1],{rank}]
+  Exit code:    1
+--------------------------------------------------------------------------"""
+
+
+def node_log(k: int, *, iters: int, failed_rank: int | None, head: bool) -> str:
+    out = []
+    for it in range(1, iters + 1):
+        for lr in range(RPN):
+            g = k * RPN + lr
+            out.append(f"[1,{g}]<stdout>:2024-08-28 12:{it // 60:02d}:{it % 60:02d} | local_rank{lr} "
+                       f"| iter {it} | 4.85 s/it")
+    if failed_rank is not None and failed_rank // RPN == k:
+        out.append(f"[1,{failed_rank}]<stderr>:ValueError: sample 4471 has 0 tokens")
+    if head and failed_rank is not None:
+        out.append(MPI_BLOCK.format(rank=failed_rank))
+    return "\n".join(out) + "\n"
+
+
+def test_the_rank_the_head_node_names_locates_the_culprit(tmp_path):
+    healthy = write_job(tmp_path / "ok", {h: node_log(k, iters=40, failed_rank=None, head=k == 0)
+                                          for k, h in enumerate(HOSTS)}, status="succeeded")
+    nodes = {h: node_log(k, iters=30, failed_rank=9, head=k == 0) for k, h in enumerate(HOSTS)}
+    report = diagnose(write_job(tmp_path / "failed", nodes), [healthy], store_path=False)
+    ev = {n["node"]: n["evidence"] for n in report["nodes"]}
+    assert report["nodes"][0]["node"] == "h100-n03", [n["node"] for n in report["nodes"]]
+    assert ev["h100-n03"]["first_to_stop"] == 1.0 and ev["h100-n01"]["first_to_stop"] == 0.0
