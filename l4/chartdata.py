@@ -188,6 +188,10 @@ def build_charts(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         if not len(hit):
             return [], None, None
         t = times(r, hit)
+        clocked = ~np.isnan(t)  # a node without a clock of its own has no place on the axis
+        if not clocked.any():
+            return [], None, None
+        t, hit = t[clocked], hit[clocked]
         b = np.clip(((t - t0) / width).astype(np.int64), 0, BINS - 1)
         ranks = np.array([KIND_RANK[kind_of.get(int(c), "unusual")] for c in seq[hit]])
         marks = []
