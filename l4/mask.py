@@ -65,6 +65,8 @@ def _host_or_address(m: re.Match[str]) -> str:
     return "<ADDR>" if m.group(1) else "<HOST>"
 
 
+#: a progress bar's "[elapsed<remaining": clocks, not numbers a counter could be read from
+_BAR_CLOCKS_RE = re.compile(r"\[(?:\d+:)?\d{1,2}:\d\d<(?:(?:\d+:)?\d{1,2}:\d\d\b|\?)")
 _GLOG_TS_RE = re.compile(r"\[([IWEF])\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?")
 _ISO_TS_RE = re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?")
 
@@ -72,6 +74,9 @@ _ISO_TS_RE = re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z
 _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | None]] = [
     # URLs first: their host, port and path are one value (scheme://anything up to a space)
     (re.compile(r"(?<![\w+.\-])[A-Za-z][A-Za-z\d+.\-]*://[^\s\"'<>()\[\]{},;]+"), "<URL>", "://"),
+    # a progress bar's "[elapsed<remaining": "[1:51:26<1:00:39" and "[1:50:29<59:03" are one
+    # shape (hours appear and go as a bar runs; else its counter splits in two)
+    (_BAR_CLOCKS_RE, "[<DUR><<DUR>", "<"),
     # glog/c10 level prefixes "[W1110 20:20:28.519282102 socket.cpp:752]": keep the level
     # letter (a warning must stay recognisable as one), drop the date and time
     (_GLOG_TS_RE, r"[\1 <TS>", "["),
@@ -239,7 +244,7 @@ def number_spans(line: str) -> tuple[tuple[int, int] | None, list[tuple[int, int
     ts = _ANY_TS_RE.search(line)
     ts_span = ts.span() if ts else None
     blocked: list[tuple[int, int]] = []
-    for rx in (_ANY_TS_RE, _CLOCK_RE):
+    for rx in (_ANY_TS_RE, _CLOCK_RE, _BAR_CLOCKS_RE):
         blocked.extend(m.span() for m in rx.finditer(line))
     prefix = len(line) - len(strip_prefix(line))
     spans = []

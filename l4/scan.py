@@ -357,6 +357,14 @@ class _Scanner:
             return
         rows = [nums for _, _, _, nums in samples]
         fs = step_field(rows)
+        if fs is None:
+            mine = _one_bar(rows)
+            if mine is not None:
+                # two bars of one look (training's "k/17500", evaluation's "k/20"): the
+                # samples of the one most lines draw are the counter, the rest are dropped
+                samples[:] = [samples[i] for i in mine]
+                rows = [rows[i] for i in mine]
+                fs = step_field(rows)
         if fs is None and len(samples) < MAX_SAMPLES and _may_still_count(rows):
             return  # e.g. every rank prints the same step: wait for the counter to move
         if fs is None or len(self.candidates) >= MAX_MARKERS:
@@ -438,8 +446,18 @@ class _Scanner:
         vals = np.full(n, np.nan)
         durs = np.full(n, np.nan) if track.duration_field is not None else None
         j = track.field_step[0] if track.field_step else 0
+        other = np.zeros(n, dtype=bool)
         for kid in np.unique(line_kids).tolist():
             sel = np.nonzero(line_kids == kid)[0]
+            if track.total > 0 and b"0x0" not in self.keys[kid]:
+                spans = self._layout(kid)[1]
+                if j + 1 < len(spans):
+                    a, b = spans[j + 1]
+                    if _to_float(raw_lines[int(bls[sel[0]])][a:b]) != track.total:
+                        # another bar of the same look ("0/20 [00:00<00:09" of an evaluation
+                        # among "31580/32440" of training): its counts are not these steps
+                        other[sel] = True
+                        continue
             if b"0x0" in self.keys[kid]:
                 # hex runs were shortened in the key: offsets differ line to line
                 texts = [_decode(raw_lines[r]) for r in bls[sel].tolist()]
@@ -464,6 +482,10 @@ class _Scanner:
                     vals[sel] = digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
                 else:  # a sign or a decimal point: parse the text
                     vals[sel] = [_to_float(raw_lines[r][a:b]) for r in rows.tolist()]
+        if other.any():
+            keep = ~other
+            seg, bls, vals, ts = seg[keep], bls[keep], vals[keep], ts[keep]
+            durs = durs[keep] if durs is not None else None
         track.extend(pos0 + seg, line0 + bls + 1, vals, ts, durs)
 
     def result(self, stats: ReadStats, size: int, mtime: float) -> NodeScan:
@@ -656,6 +678,21 @@ def _periods(vals: list[float], nxt: list[float] | None) -> tuple[float, float] 
     if back and not (back <= 2 * step and len(vals) >= 1.5 * len(set(vals))):
         return None
     return step, total
+
+
+def _one_bar(rows: list[list[float]]) -> list[int] | None:
+    """Indices of the rows of the bar most rows draw, when rows of one shape draw several
+    fractions ("130/17500" and "7/20"): a field followed by a total that most rows share
+    (three in five) and the rest do not.  ``None`` when no such total splits them."""
+    width = min(len(r) for r in rows)
+    for j in range(width - 1):
+        totals = [r[j + 1] for r in rows]
+        top = max(set(totals), key=totals.count)
+        mine = [i for i, r in enumerate(rows) if r[j + 1] == top and 0 <= r[j] <= top]
+        if top >= 3 and 5 * len(mine) >= 3 * len(rows) and len(mine) < len(rows) \
+                and len(mine) >= N_SAMPLES:
+            return mine
+    return None
 
 
 def _may_still_count(rows: list[list[float]]) -> bool:

@@ -135,3 +135,23 @@ def test_a_bar_whose_percentage_skips_counts_its_steps():
     # the count advances by 50 every time
     rows = [[100 * c // 4400, c, 4400, 6.3] for c in range(50, 1600, 50)]
     assert step_field(rows) == (1, 50)
+
+
+def test_a_bar_keeps_its_steps_apart_from_another_bar_of_the_same_look(tmp_path):
+    """The training bar passes an hour of elapsed time (its "[59:58<1:05:02" becomes
+    "[1:00:01<1:04:59"): still one counter.  The evaluation bars drawn between its
+    redraws look the same ("7/20 [00:03<00:05"), but count to another total: not its
+    steps, else the job's step would read as a restart at 0."""
+    total = 17500
+    rows = []
+    for k in range(20, 3000, 20):
+        rows.append(f"{100 * k // total:3d}%|##        | {k}/{total} "
+                    f"[{_clock(3 * k)}<{_clock(3 * (total - k))},  3.00s/it]")
+        if k % 500 == 0:
+            rows += [f"{5 * e:3d}%|#         | {e}/20 [{_clock(e // 2)}<{_clock((20 - e) // 2)},  "
+                     "2.10it/s]" for e in range(0, 21, 4)]
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    tracks = [t.numbers.tolist() for t in scan.markers.values()]
+    assert list(range(20, 3000, 20)) in tracks, [t[:5] for t in tracks]
