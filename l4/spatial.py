@@ -333,6 +333,10 @@ def rank_hosts(job: ParsedJob) -> dict[int, int]:
 
 
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+#: the writer's own address in a line about a connection ("localGid ::ffff:10.0.0.3",
+#: "local address 10.0.0.3", "local_addr=10.0.0.3")
+_LOCAL_IP = re.compile(r"\blocal[ _]?(?:Gid|addr(?:ess)?|ip)\s*[:=]?\s*(?:::ffff:)?"
+                       r"((?:\d{1,3}\.){3}\d{1,3})(?![\d.])", re.I)
 
 
 def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
@@ -346,12 +350,20 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
             if len(token) >= 3 and not token.isdigit():
                 ids[token] = i
     seen: dict[str, set[int]] = {}
+    own: dict[str, set[int]] = {}
     for i in range(job.n_nodes):
         for c, ex in job.examples[i].items():
             if cross.anomalous[i, c]:
+                # an error states its own end of a connection too: NCCL's "localGid
+                # ::ffff:10.0.242.149" beside the peer it names
+                for ip in _LOCAL_IP.findall(ex[1]):
+                    own.setdefault(ip, set()).add(i)
                 continue
             for ip in _IPV4.findall(ex[1]):
                 seen.setdefault(ip, set()).add(i)
+    for ip, who in own.items():
+        if ip not in seen:
+            seen[ip] = who
     for ip, who in seen.items():
         if len(who) == 1 and not ip.startswith(("127.", "0.")):
             ids[ip] = next(iter(who))

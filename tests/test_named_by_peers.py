@@ -57,3 +57,31 @@ def test_when_most_nodes_are_named_nobody_stands_out(tmp_path):
                         status="succeeded")
     report = diagnose(write_job(tmp_path / "storm", storm), [healthy], store_path=False)
     assert all(n["evidence"]["named_by_peers"] == 0.0 for n in report["nodes"])
+
+
+def _quiet_nccl_log(name: str, *, iters: int, peer: str | None = None, failed: bool = True) -> str:
+    """NCCL_DEBUG=WARN: no start-up line shows a node's address; NCCL's completion error
+    states both ends ("localGid ::ffff:<own>", "peer <theirs>"), at its only level, WARN."""
+    out = [f"2025-06-01 08:{it // 60:02d}:{it % 60:02d},500 iteration {it}/ 100 | "
+           f"lm loss: {2 + 1 / it:.4f} |" for it in range(1, iters + 1)]
+    if peer:
+        out.append(f"{name}:4711:4790 [0] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion "
+                   f"from peer {IPS[peer]}<43200> with status=12 opcode=0 len=0 vendor err 129 "
+                   f"(Send) localGid ::ffff:{IPS[name]} remoteGids::ffff:{IPS[peer]}")
+    if failed:
+        out.append("2025-06-01 08:01:00,100 torch.distributed.DistBackendError: NCCL communicator "
+                   "was aborted on rank 0")
+    return "\n".join(out) + "\n"
+
+
+def test_peers_named_by_address_when_only_errors_show_whose_address_it_is(tmp_path):
+    """The link of gpu-03 failed: both its ring neighbours name its address, it names one
+    of theirs.  Whose address is whose is read from each error's own end (localGid)."""
+    lost = {"gpu-02": "gpu-03", "gpu-04": "gpu-03", "gpu-03": "gpu-04"}
+    nodes = {n: _quiet_nccl_log(n, iters=40, peer=lost.get(n)) for n in IPS}
+    healthy = write_job(tmp_path / "ok", {n: _quiet_nccl_log(n, iters=40, failed=False) for n in IPS},
+                        status="succeeded")
+    report = diagnose(write_job(tmp_path / "failed", nodes), [healthy], store_path=False)
+    ev = {n["node"]: n["evidence"] for n in report["nodes"]}
+    assert report["nodes"][0]["node"] == "gpu-03", [n["node"] for n in report["nodes"]]
+    assert ev["gpu-03"]["named_by_peers"] > ev["gpu-04"]["named_by_peers"] > 0
