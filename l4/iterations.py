@@ -440,6 +440,8 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
         dur = duration_anomalies(tnum, tts)
         if dur:
             a = _first_run(dur, step)
+            if a is not None:
+                a = slow_onset(tnum, tts, a)
             if a is not None and (first_slow is None or a < first_slow):
                 first_slow = a
                 sustained = _slow_to_the_end(tnum, tts, a)
@@ -561,6 +563,43 @@ def _first_run(dur: list[tuple[int, float]], step: float) -> float | None:
         if b - a <= step and c - b <= step:
             return a
     return None
+
+
+#: a step is above its node's usual time when it exceeds the usual by this many deviations
+ONSET_SIGMA = 3.0
+#: the deviation is at least this share of the usual time (clocks and timers jitter)
+ONSET_FLOOR = 0.01
+
+
+def slow_onset(nums: np.ndarray, ts: np.ndarray, start: float) -> float:
+    """Where the slowdown that the 3-sigma rule first saw at ``start`` began: the earliest
+    step of the unbroken run of steps, ending there, that each took longer than the
+    node's usual time (the median of the ``WINDOW`` steps before the run, plus
+    ``ONSET_SIGMA`` of their deviation).
+
+    A throttling device slows by 13 %, then 30 %, then 50 %: the 3-sigma rule, with its
+    10 % floor against jitter, first fires at 50 %; the fault began at 13 %, and a node
+    whose steps vary by 0.2 % shows that plainly.
+    """
+    ok = ~np.isnan(nums) & ~np.isnan(ts)
+    nums, ts = nums[ok], ts[ok]
+    if len(ts) < 4:
+        return start
+    dur, it = np.diff(ts), nums[1:]
+    hits = np.nonzero(it == start)[0]
+    if not hits.size:
+        return start
+    j = int(hits[0])
+    while j > 0:
+        before = dur[max(0, j - 1 - WINDOW):j - 1]
+        if before.size < 3:
+            break
+        med = float(np.median(before))
+        mad = float(np.median(np.abs(before - med))) * 1.4826
+        if not dur[j - 1] > med + ONSET_SIGMA * max(mad, ONSET_FLOOR * abs(med)):
+            break
+        j -= 1
+    return float(it[j])
 
 
 def slowed_first(job: ParsedJob, counter: Counter | None) -> np.ndarray:

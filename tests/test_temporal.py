@@ -30,6 +30,24 @@ def test_duration_flags_a_slow_spell_but_not_jitter():
     assert iterations.duration_anomalies(np.arange(60.0), calm) == []
 
 
+def test_a_throttle_began_where_its_first_step_rose_above_the_usual_time():
+    """13 %, 31 %, 49 %, 77 % slower: the 3-sigma rule (10 % floor) first fires late in the
+    rise; the slowdown began at its first step above the node's usual jitter."""
+    rng = np.random.default_rng(2)
+    usual = rng.normal(6640, 6, 40)
+    rise = [7481, 8699, 9893, 11729, 14415, 12273, 15820, 14439]
+    nums = np.arange(10, 10 * (len(usual) + len(rise)) + 10, 10, dtype=float)
+    ts = np.cumsum(np.r_[usual, rise]) / 1000
+    hits = iterations.duration_anomalies(nums, ts)
+    first = iterations._first_run(hits, 10)
+    assert first is not None and first > 410
+    assert iterations.slow_onset(nums, ts, first) == 410.0
+    # jitter of a few percent is no onset: a node whose steps vary by 3 % starts at the rise
+    noisy = np.cumsum(np.r_[rng.normal(2000, 60, 40), [2380, 2980, 3105, 3442, 4252, 5403]])
+    first = iterations._first_run(iterations.duration_anomalies(nums[:46], noisy), 10)
+    assert first is not None and iterations.slow_onset(nums[:46], noisy, first) == 410.0
+
+
 def test_a_slowdown_that_lasts_to_the_end_is_told_from_a_passing_one():
     rng = np.random.default_rng(1)
     nums = np.arange(1, 61, dtype=float)
