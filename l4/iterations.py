@@ -451,7 +451,10 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
             bump(it, min(z, 12.0) / 4.0)
         began = streak_onset(job.seqs[i], tpos, tnum, alarming)
         if began is None:
-            began = recurring_onset(job.seqs[i], tpos, tnum, unusual)
+            # an alarming line the healthy runs print as often (NCCL's "GID table change",
+            # a WARN) is their weather, not a fault coming back
+            began = recurring_onset(job.seqs[i], tpos, tnum,
+                                    unusual & (cross.novel | cross.anomalous[i]))
         if began is not None and (current is None or began < current):
             # every iteration since then said the same alarming thing (an fp16 overflow
             # each step until the loss scale bottoms out): that is where the fault began
