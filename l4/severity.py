@@ -59,9 +59,7 @@ _BENIGN = re.compile(
 )
 # a warning-level line that merely mentions trouble ("this can potentially cause a hang")
 _WARN_LEVEL = re.compile(r"^\[W[ \d]|^W\d{4}|\bWARNING\b|\[WARN\]|\w+Warning:|^warn(?:ing)?:", re.I)
-# NCCL has no error level: it prints every error as "NCCL WARN" (its levels are VERSION,
-# WARN, INFO, TRACE), so "NCCL WARN ... Got completion from peer ... status=12" is an error
-_LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)|\bNCCL WARN\b")
+_LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)")
 
 
 # Lines that frame an error rather than state one: Python's own traceback and chaining

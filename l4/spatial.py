@@ -332,6 +332,8 @@ def rank_hosts(job: ParsedJob) -> dict[int, int]:
     return {rank: next(iter(who)) for rank, who in seen.items() if len(who) == 1}
 
 
+#: how troubling a line must be for a peer it names to count (a warning's 0.15 does)
+NAMING_SEVERITY = 0.15
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 #: the writer's own address in a line about a connection ("localGid ::ffff:10.0.0.3",
 #: "local address 10.0.0.3", "local_addr=10.0.0.3")
@@ -383,7 +385,10 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)")
     namers: list[set[int]] = [set() for _ in range(n)]
     for j in range(n):
-        cols = np.nonzero(cross.anomalous[j] & (cross.severity >= 0.5))[0].tolist()
+        # warnings too: NCCL prints every error at its WARN level ("NCCL WARN NET/IB : Got
+        # completion from peer 10.0.242.149<44979> with status=12"), and a peer named in
+        # a line every node prints is no evidence (the guard below)
+        cols = np.nonzero(cross.anomalous[j] & (cross.severity >= NAMING_SEVERITY))[0].tolist()
         for c in cols:
             texts = [job.last_examples[j].get(c, "")]
             if c in job.examples[j]:
@@ -393,8 +398,11 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
                     i = ids[m.group(1)]
                     if i != j:
                         namers[i].add(j)
+    # the share of the witnesses: only a dead node's ring or tree neighbours see its
+    # connections break, two of 64 nodes or two of four alike
+    witnesses = set().union(*namers)
     for i in range(n):
-        out[i] = len(namers[i]) / (n - 1)
+        out[i] = len(namers[i]) / max(len(witnesses), 1)
     # a name every node's errors carry (the one rendezvous host) tells nothing apart
     if (out > 0).sum() > max(1, n // 2):
         return np.zeros(n)
