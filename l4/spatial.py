@@ -398,11 +398,8 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
                     i = ids[m.group(1)]
                     if i != j:
                         namers[i].add(j)
-    # the share of the witnesses: only a dead node's ring or tree neighbours see its
-    # connections break, two of 64 nodes or two of four alike
-    witnesses = set().union(*namers)
     for i in range(n):
-        out[i] = len(namers[i]) / max(len(witnesses), 1)
+        out[i] = len(namers[i]) / (n - 1)
     # a name every node's errors carry (the one rendezvous host) tells nothing apart
     if (out > 0).sum() > max(1, n // 2):
         return np.zeros(n)
