@@ -715,6 +715,35 @@ def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
     return best
 
 
+def step_in_progress(counter: Counter, r: int, point: tuple[int, int | None, float],
+                     current: float | None) -> float | None:
+    """The step itself that was in progress at node ``r``'s failure, when the counter is
+    logged every few steps (``current`` names its interval, as the job would print it).
+
+    Steps take about the same time, so the time since the last logged step, over the
+    time one step takes (read from the same track), says how many steps went by since:
+    logged at 31590, 4.2 s a step, failed 19.9 s later: step 31595.  Only from node
+    ``r``'s own counter lines and clock; ``None`` where they cannot tell."""
+    if current is None or counter.step <= 1 or r not in counter.tracks:
+        return None
+    t_f = point[2]
+    if math.isnan(t_f):
+        return None
+    _, num, ts = counter.tracks[r]
+    ok = ~np.isnan(num) & ~np.isnan(ts) & (ts <= t_f) & (num < current)
+    n, t = num[ok], ts[ok]
+    if n.size < 3:
+        return None
+    dn, dt = np.diff(n[-WINDOW - 1:]), np.diff(t[-WINDOW - 1:])
+    good = (dn > 0) & (dt > 0)
+    if not good.any():
+        return None
+    per_step = float(np.median(dt[good] / dn[good]))
+    last = float(n[-1])
+    est = last + math.floor((t_f - float(t[-1])) / per_step) + 1
+    return float(min(max(est, last + 1), last + counter.step))
+
+
 _NAMES_ITERATION = re.compile(r"\b(?:iter(?:ation)?|step|batch)\b\s*[:=#]?\s*(\d+)\b", re.I)
 
 
