@@ -165,3 +165,21 @@ def test_a_link_that_flaps_until_it_fails_began_at_its_first_flap():
     # a stray error now and then (a metrics push failing three times in 20 iterations) is
     # no spell
     assert iterations.recurring_onset(*_iterations({40, 49, 57})) is None
+
+
+def test_the_step_in_progress_is_read_from_the_time_since_the_last_logged_one():
+    """Logged every 10 steps, 4.2 s a step; the error came 19.9 s after "step 310": the job
+    would print 320 for that interval, and the step itself was 315."""
+    nums = np.arange(10, 320, 10, dtype=float)
+    ts = 1000.0 + 4.2 * nums
+    counter = iterations.Counter(marker=0, cols=[0], tracks={0: (np.arange(len(nums)), nums, ts)},
+                                 step=10.0)
+    point = (len(nums), None, float(ts[-1] + 19.9))
+    assert iterations.step_in_progress(counter, 0, point, 320.0) == 315.0
+    # long after (a hang that timed out): no further than the interval's end
+    assert iterations.step_in_progress(counter, 0, (0, None, float(ts[-1] + 1800)), 320.0) == 320.0
+    # without a clock on the failure, or logged every step, nothing to add
+    assert iterations.step_in_progress(counter, 0, (0, None, float("nan")), 320.0) is None
+    every = iterations.Counter(marker=0, cols=[0], tracks={0: (np.arange(len(nums)), nums, ts)},
+                               step=1.0)
+    assert iterations.step_in_progress(every, 0, point, 311.0) is None
