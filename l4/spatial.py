@@ -332,8 +332,10 @@ def rank_hosts(job: ParsedJob) -> dict[int, int]:
     return {rank: next(iter(who)) for rank, who in seen.items() if len(who) == 1}
 
 
-#: how troubling a line must be for a peer it names to count (a warning's 0.15 does)
-NAMING_SEVERITY = 0.15
+#: how troubling a line must be for a peer it names to count.  Not a warning's 0.15: every
+#: rank's "[W TCPStore.cpp] recvValue failed" names the store's host, the same one for all
+#: (tried 2026-12-03: it put the store's host first in two simulated rendezvous failures)
+NAMING_SEVERITY = 0.5
 _IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
 #: the writer's own address in a line about a connection ("localGid ::ffff:10.0.0.3",
 #: "local address 10.0.0.3", "local_addr=10.0.0.3")
@@ -385,9 +387,6 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)")
     namers: list[set[int]] = [set() for _ in range(n)]
     for j in range(n):
-        # warnings too: NCCL prints every error at its WARN level ("NCCL WARN NET/IB : Got
-        # completion from peer 10.0.242.149<44979> with status=12"), and a peer named in
-        # a line every node prints is no evidence (the guard below)
         cols = np.nonzero(cross.anomalous[j] & (cross.severity >= NAMING_SEVERITY))[0].tolist()
         for c in cols:
             texts = [job.last_examples[j].get(c, "")]

@@ -61,12 +61,12 @@ def test_when_most_nodes_are_named_nobody_stands_out(tmp_path):
 
 def _quiet_nccl_log(name: str, *, iters: int, peer: str | None = None, failed: bool = True) -> str:
     """NCCL_DEBUG=WARN: no start-up line shows a node's address; NCCL's completion error
-    states both ends ("localGid ::ffff:<own>", "peer <theirs>"), at its only level, WARN."""
+    states both ends ("localGid ::ffff:<own>", "peer <theirs>")."""
     out = [f"2025-06-01 08:{it // 60:02d}:{it % 60:02d},500 iteration {it}/ 100 | "
            f"lm loss: {2 + 1 / it:.4f} |" for it in range(1, iters + 1)]
     if peer:
         out.append(f"{name}:4711:4790 [0] ib_plugin.c:1615 NCCL WARN NET/IB : Got completion "
-                   f"from peer {IPS[peer]}<43200> with status=12 opcode=0 len=0 vendor err 129 "
+                   f"from peer {IPS[peer]}<43200> with error 12, opcode 0, len 0, vendor err 129 "
                    f"(Send) localGid ::ffff:{IPS[name]} remoteGids::ffff:{IPS[peer]}")
     if failed:
         out.append("2025-06-01 08:01:00,100 torch.distributed.DistBackendError: NCCL communicator "
