@@ -134,6 +134,7 @@ _SYMPTOM = re.compile(
     r"|some nccl operations have failed|to avoid data inconsistency|taking the entire process down"
     r"|distbackenderror|waiting for|barrier|exitcode: 1\b|exit code 1\b|failed \(exitcode"
     r"|^srun: error|srun: error:|pdsh@|ssh exited with exit code|sigkill_handler|killing subprocess"
+    r"|job step aborted|force terminated"
     r"|mpirun noticed|returned a non-zero exit code|exited with non-zero status"
     r"|the first process to do so was|^exit code: <\*>$|step .* cancelled at|job .* cancelled at"
     r"|terminate called after throwing|childfailederror|elastic.*(?:failed|exitcode)"
