@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -267,25 +268,32 @@ def first_to_stop(job: ParsedJob, last: np.ndarray | None = None) -> np.ndarray:
     return out
 
 
+def unusual_texts(job: ParsedJob, cross: CrossJobResult,
+                  keep: np.ndarray | None = None) -> Iterator[tuple[int, str]]:
+    """(node, text): the first and last line of every unusual event of every node (of the
+    events ``keep`` marks, when given), the lines that may name another node."""
+    anom = cross.anomalous if keep is None else cross.anomalous & keep[None, :]
+    for i in range(job.n_nodes):
+        for c in np.nonzero(anom[i])[0].tolist():
+            yield i, job.last_examples[i].get(c, "")
+            if c in job.examples[i]:
+                yield i, job.examples[i][c][1]
+
+
 def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     """Per node: 1 when an unusual message on any node names it as the node that failed."""
     out = np.zeros(job.n_nodes)
     index = {name: i for i, name in enumerate(job.nodes)}
     short = {name.split(".")[0]: i for i, name in enumerate(job.nodes)}
-    for i in range(job.n_nodes):
-        for c in np.nonzero(cross.anomalous[i])[0].tolist():
-            texts = [job.last_examples[i].get(c, "")]
-            if c in job.examples[i]:
-                texts.append(job.examples[i][c][1])
-            for text in texts:
-                for rx in NAMED_FAILURE:
-                    m = rx.search(text)
-                    if m is None:
-                        continue
-                    host = m.group("host")
-                    j = index.get(host, short.get(host.split(".")[0]))
-                    if j is not None:
-                        out[j] = 1.0
+    for _, text in unusual_texts(job, cross):
+        for rx in NAMED_FAILURE:
+            m = rx.search(text)
+            if m is None:
+                continue
+            host = m.group("host")
+            j = index.get(host, short.get(host.split(".")[0]))
+            if j is not None:
+                out[j] = 1.0
     return out
 
 
@@ -298,21 +306,16 @@ def exited_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     fired first."""
     out = np.zeros(job.n_nodes)
     ranks: dict[int, int] | None = None  # read on first need
-    for i in range(job.n_nodes):
-        for c in np.nonzero(cross.anomalous[i])[0].tolist():
-            texts = [job.last_examples[i].get(c, "")]
-            if c in job.examples[i]:
-                texts.append(job.examples[i][c][1])
-            for text in texts:
-                for rx in NAMED_RANK:
-                    m = rx.search(text)
-                    if m is None:
-                        continue
-                    if ranks is None:
-                        ranks = rank_hosts(job)
-                    j = ranks.get(int(m.group("rank")))
-                    if j is not None:
-                        out[j] = 1.0
+    for _, text in unusual_texts(job, cross):
+        for rx in NAMED_RANK:
+            m = rx.search(text)
+            if m is None:
+                continue
+            if ranks is None:
+                ranks = rank_hosts(job)
+            j = ranks.get(int(m.group("rank")))
+            if j is not None:
+                out[j] = 1.0
     return out
 
 
@@ -386,17 +389,11 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     host_rx = re.compile(r"(?<![\w.-])(" + "|".join(
         re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)")
     namers: list[set[int]] = [set() for _ in range(n)]
-    for j in range(n):
-        cols = np.nonzero(cross.anomalous[j] & (cross.severity >= NAMING_SEVERITY))[0].tolist()
-        for c in cols:
-            texts = [job.last_examples[j].get(c, "")]
-            if c in job.examples[j]:
-                texts.append(job.examples[j][c][1])
-            for text in texts:
-                for m in host_rx.finditer(text):
-                    i = ids[m.group(1)]
-                    if i != j:
-                        namers[i].add(j)
+    for j, text in unusual_texts(job, cross, cross.severity >= NAMING_SEVERITY):
+        for m in host_rx.finditer(text):
+            i = ids[m.group(1)]
+            if i != j:
+                namers[i].add(j)
     for i in range(n):
         out[i] = len(namers[i]) / (n - 1)
     # a name every node's errors carry (the one rendezvous host) tells nothing apart
