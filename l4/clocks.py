@@ -7,8 +7,9 @@ runs behind seems to stop first.  Lines that every node prints at one moment of 
 a node that printed each of them 25 s before the others' median did has a clock 25 s
 behind.  Step counters are the best such lines: in synchronous training every node
 finishes step N together (its collectives wait for the slowest), so each step number
-that most nodes printed is one more reading of every clock, whatever the line's wording.  Only lines printed before anything went wrong count: the failure itself reaches
-nodes at different times, and that difference is the evidence, not the clock.
+that most nodes printed is one more reading of every clock, whatever the line's wording.
+Only lines printed before anything went wrong count: the failure itself reaches nodes at
+different times, and that difference is the evidence, not the clock.
 """
 
 from __future__ import annotations
@@ -55,8 +56,7 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     # that printed it 20 s early and stopped 20 s early ran as long as everyone, whether
     # its clock is behind or it started early, so that one line is enough
     need = MIN_LINES if sub.shape[1] >= MIN_LINES else 1
-    with np.errstate(all="ignore"):
-        ref = np.nanmedian(np.where(np.isnan(sub).all(axis=0), 0.0, sub), axis=0)
+    ref = np.nanmedian(sub, axis=0)  # every column was printed by most nodes
     diff = sub - ref[None, :]
     for i in range(n):
         d = diff[i][~np.isnan(diff[i])]

@@ -577,7 +577,7 @@ ONSET_FLOOR = 0.01
 def slow_onset(nums: np.ndarray, ts: np.ndarray, start: float) -> float:
     """Where the slowdown that the 3-sigma rule first saw at ``start`` began: the earliest
     step of the unbroken run of steps, ending there, that each took longer than the
-    node's usual time (the median of the ``WINDOW`` steps before the run, plus
+    node's usual time (the median of the ``WINDOW`` steps before that step, plus
     ``ONSET_SIGMA`` of their deviation).
 
     A throttling device slows by 13 %, then 30 %, then 50 %: the 3-sigma rule, with its
