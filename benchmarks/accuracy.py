@@ -190,7 +190,9 @@ def _load_engine():
     return diagnose, None
 
 
-def evaluate_case(case: Path, truth: dict, diagnose) -> dict:
+def evaluate_case(case: Path, truth: dict, diagnose, kb: Path | None = None) -> dict:
+    """Score l4 and the baselines on one case; with ``kb`` also the category that the
+    knowledge base gives the diagnosis (``l4.pipeline.attach_root_causes``)."""
     failed = case / "failed"
     bdirs = [case / b for b in truth.get("baselines", [])]
     res: dict = {"case": case.name, "fault": truth["fault"]["id"], "category": truth["fault"]["category"],
@@ -218,13 +220,18 @@ def evaluate_case(case: Path, truth: dict, diagnose) -> dict:
             res["l4"] = {"error": err, "nodes": [], "stage": None, "iterations": [], "events_p": 0.0,
                          "events_r": 0.0 if any(k for ro, k, _ in tl if ro == "indicators") else None}
         else:
+            if kb is not None:
+                from l4.pipeline import attach_root_causes
+
+                attach_root_causes(report, kb=kb)
             templates = [e["template"] for e in report.get("events", [])]
             p, r = score_events(templates, tl)
             res["l4"] = {"nodes": [n["node"] for n in report.get("nodes", [])],
                          "stage": report.get("stage"),
                          "iterations": [i["iteration"] for i in report.get("iterations", [])],
                          "events_p": p, "events_r": r, "n_events": len(templates),
-                         "root_cause": (report.get("root_causes") or [{}])[0].get("pattern_id")}
+                         "root_cause": (report.get("root_causes") or [{}])[0].get("pattern_id"),
+                         "categories": [c["category"] for c in report.get("categories") or []]}
     return res
 
 
@@ -259,11 +266,15 @@ def aggregate(results: list[dict]) -> dict[str, dict]:
             for k in ITER_K:
                 m[f"iter@{k}"] = _mean([float(r["truth_iteration"] in r["l4"]["iterations"][:k]) for r in it_rows])
             m["n_iter_jobs"] = len(it_rows)
+            cat_rows = [r for r in rows if r["l4"].get("categories")]
+            for k in (1, 3):
+                m[f"cat@{k}"] = _mean([float(r["category"] in r["l4"]["categories"][:k]) for r in cat_rows])
         table[row] = m
     return table
 
 
-COLS = ("events_P", "events_R", "events_F1", "node@1", "node@3", "node@5", "node@8", "stage", "iter@1", "iter@3")
+COLS = ("events_P", "events_R", "events_F1", "node@1", "node@3", "node@5", "node@8", "stage", "iter@1", "iter@3",
+        "cat@1", "cat@3")
 
 
 def _fmt(v) -> str:
@@ -338,6 +349,8 @@ def per_case(results: list[dict]) -> list[str]:
                  "stage" if m["stage"] == r["truth_stage"] else "STAGE"]
         if r["truth_iteration"] is not None:
             marks.append("iter" if r["truth_iteration"] in its else "ITER")
+        if m.get("categories"):
+            marks.append("cat" if m["categories"][0] == r["category"] else "CAT:" + m["categories"][0])
         out.append(f"{r['case']:<11} {r['fault']:<18} truth {','.join(r['truth_nodes']):<14} "
                    f"{r['truth_stage']:<14} it={r['truth_iteration']!s:<5}| l4 {node!s:<14} {m['stage']!s:<14} "
                    f"it={its} [{' '.join(marks)}]" + (f" {m['error']}" if m.get("error") else ""))
@@ -397,6 +410,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="add collector oddities (CRLF, bad UTF-8, huge lines...) to the failed jobs")
     ap.add_argument("--cases", type=Path, metavar="DIR",
                     help="score the pre-generated cases DIR/case-*/ (e.g. real torchrun runs) instead of simulating")
+    ap.add_argument("--categories", type=Path, metavar="KB", nargs="?", const=Path("-"),
+                    help="also match each diagnosis against the knowledge base KB (a DuckDB file, created "
+                         "with the shipped library when missing; default: a temporary one) and score the "
+                         "category it reports (cat@1, cat@3)")
     args = ap.parse_args(argv)
     if args.cases is not None and (args.seeds or args.held_out or args.out or args.oddities):
         ap.error("--cases scores existing cases: it takes no --seeds, --held-out, --out or --oddities")
@@ -446,8 +463,11 @@ def main(argv: list[str] | None = None) -> int:
         t_gen = time.perf_counter() - t0
         results = []
         t0 = time.perf_counter()
+        kb = args.categories
+        if kb is not None and str(kb) == "-":
+            kb = Path(tempfile.mkdtemp(prefix="l4-accuracy-kb-")) / "kb.duckdb"
         for case, truth in cases:
-            results.append(evaluate_case(case, truth, diagnose))
+            results.append(evaluate_case(case, truth, diagnose, kb))
         t_eval = time.perf_counter() - t0
         table = aggregate(results)
         if args.json:
