@@ -622,6 +622,16 @@ def _fixed_step(diffs: list[float]) -> float | None:
     (a progress bar's elapsed time turns from "59:58" to "1:00:03" now and then while it
     crosses the hour, and each form is a shape of its own); most advances are one step.
     """
+    step = _grid_step(diffs)
+    if step is None and len(diffs) >= 3 and 0 < diffs[0] < 3 * max(diffs[1:]):
+        # the first line is off the grid: many loops log their first step and then every
+        # N-th ("batch=1", "batch=100", "batch=200" ...); the rest says the step
+        step = _grid_step(diffs[1:])
+    return step
+
+
+def _grid_step(diffs: list[float]) -> float | None:
+    """The step of advances that are one step each, mostly (see :func:`_fixed_step`)."""
     if not diffs:
         return None
     step = min(diffs)

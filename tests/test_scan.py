@@ -86,6 +86,22 @@ def test_step_field():
     assert step_field([[5], [4], [3]]) is None
 
 
+def test_a_counter_that_logs_its_first_step_and_then_every_nth_counts(tmp_path):
+    # "[batch=1/4539]:" then every 100th batch: the first line is off the grid
+    assert step_field([[k, 4539] for k in (1, 100, 200, 300, 400)]) == (0, 100)
+    assert step_field([[k] for k in (0, 50, 100, 150)]) == (0, 50)
+    # one odd advance later on is still no counter
+    assert step_field([[k] for k in (100, 200, 300, 301, 400)]) is None
+    rows = []
+    for k in [1, *range(100, 3500, 100)]:
+        rows += [f"[batch={k}/4539]:", f"\t Train time/batch: {k - 1}", f"\t Train loss: {k % 7}.25"]
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    counts = [t.numbers.tolist() for t in scan.markers.values()]
+    assert [1.0, *map(float, range(100, 3500, 100))] in counts
+
+
 def test_a_step_printed_by_several_ranks_in_any_order_still_counts():
     # four ranks print each step; the slow one prints "iter 6" after another's "iter 7"
     interleaved = [[v, 50] for v in (1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 4, 3, 3, 4, 4, 5, 4, 5, 5, 5)]
