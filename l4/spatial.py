@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -41,6 +41,7 @@ from l4.iterations import find_counter, slowed_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
 from l4.profiles import choose_profile
+from l4.relay import IPV4, relayed, relays_an_address
 from l4.severity import is_symptom
 
 W_SPECIFIC = 0.55
@@ -66,6 +67,9 @@ NAMED_FAILURE = tuple(re.compile(p) for p in (
     r"Node failure on (?P<host>[\w.\-]+)",
     r"host=(?P<host>[\w.\-]+) was not reachable",
     r"\b[Nn]ode (?P<host>[\w.\-]+) (?:is )?(?:down|not responding|NotReady|unreachable)\b",
+    # Ray's GCS: "The node with node id: d44a... and address: 10.64.33.82 and node name:
+    # 10.64.33.82 has been marked dead because the detector has missed too many heartbeats"
+    r"\baddress: (?P<host>[\w.\-]+) and node name: [\w.\-]+ has been marked dead\b",
 ))
 #: launchers' and libraries' words for the one process that exited or failed first, by
 #: its global rank: Open MPI's "The first process to do so was: Process name: [[24721,1],29]" and
@@ -285,6 +289,7 @@ def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     out = np.zeros(job.n_nodes)
     index = {name: i for i, name in enumerate(job.nodes)}
     short = {name.split(".")[0]: i for i, name in enumerate(job.nodes)}
+    ids = None
     for _, text in unusual_texts(job, cross):
         for rx in NAMED_FAILURE:
             m = rx.search(text)
@@ -292,6 +297,10 @@ def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
                 continue
             host = m.group("host")
             j = index.get(host, short.get(host.split(".")[0]))
+            if j is None and IPV4.fullmatch(host):
+                # an address: the node that printed it as its own
+                ids = _identities(job, cross) if ids is None else ids
+                j = ids.get(host)
             if j is not None:
                 out[j] = 1.0
     return out
@@ -366,6 +375,8 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
                 for ip in _LOCAL_IP.findall(ex[1]):
                     own.setdefault(ip, set()).add(i)
                 continue
+            if relays_an_address(ex[1]):
+                continue  # another node's line, relayed: its addresses are not this node's
             for ip in _IPV4.findall(ex[1]):
                 seen.setdefault(ip, set()).add(i)
     for ip, who in own.items():
@@ -467,6 +478,14 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     n = job.n_nodes
     if n == 0:
         return []
+    # a driver's log that relays its workers' output holds their errors: those are the
+    # workers' evidence (they are named by it below), not the driver's
+    relay = relayed(job, _identities(job, cross))
+    named = named_failed(job, cross)
+    peers = named_by_peers(job, cross)  # a relayed line names the node it came from
+    if relay.any():
+        cross = replace(cross, anomalous=cross.anomalous & ~relay,
+                        excess=np.where(relay, 0.0, cross.excess))
     # scaled against one clear cause on one node, not against the loudest node: when all
     # anybody logged is echoes (timeouts after a straggler), the loudest echo is no culprit
     raw = specific_trouble(job, cross)
@@ -478,9 +497,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     feats = np.log1p(cross.excess[:, kept]) if kept.any() else np.zeros((n, 0))
     extra = np.stack([stop, miss], axis=1)
     iso = iforest_scores(np.hstack([feats, extra]), seed=seed)
-    named = named_failed(job, cross)
     odd = _normalise(odd_measurements(job))
-    peers = named_by_peers(job, cross)
     slow = _slowed_first(job)
     lead = np.maximum(first_to_stop(job, ends), exited_first(job, cross))
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso

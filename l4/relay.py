@@ -1,0 +1,71 @@
+"""Relayed lines: output one node printed on behalf of another.
+
+A driver that gathers its workers' output prints their lines in its own log, each behind a
+prefix that says where it came from: Ray's ``(WorkerDict pid=3182044, ip=192.168.54.27)``,
+pdsh's ``worker-3: ``.  When the worker dies, the driver's log holds the worker's error,
+often more of it and with the driver's own failure after it, so the driver looks like the
+culprit.  The prefix names the node that printed the line first ("who names whom"); that
+node's evidence, not the driver's.
+
+Only a leading group is read (a bracketed or parenthesised first token that holds an
+address or a node's name, or a node's name before a colon): an address in the middle of a
+line is a peer the line talks about, which ``l4.spatial.named_by_peers`` reads.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import numpy as np
+
+from l4.merge import ParsedJob
+
+IPV4 = re.compile(r"(?<![\d.])((?:\d{1,3}\.){3}\d{1,3})(?![\d.])")
+# "(WorkerDict pid=3182044, ip=192.168.54.27) msg", "[10.0.0.7] msg"
+_LEAD_GROUP = re.compile(r"^\s*[(\[]([^()\[\]]{1,160})[)\]]\s")
+# "worker-3: msg" (pdsh, clush)
+_LEAD_HOST = re.compile(r"^\s*([A-Za-z][\w.-]{2,}):\s")
+
+
+def lead_tokens(text: str) -> tuple[list[str], list[str]]:
+    """(addresses, words) of a line's leading origin group; two empty lists without one."""
+    m = _LEAD_GROUP.match(text)
+    if m is not None:
+        group = m.group(1)
+        return IPV4.findall(group), re.findall(r"[A-Za-z][\w.-]{2,}", group)
+    m = _LEAD_HOST.match(text)
+    if m is not None:
+        return [], [m.group(1)]
+    return [], []
+
+
+def relays_an_address(text: str) -> bool:
+    """Does the line begin with an origin group that holds an address?  Such a line is
+    another process's output: the addresses in it are not the printer's own."""
+    return bool(lead_tokens(text)[0])
+
+
+def _examples(job: ParsedJob, j: int) -> Iterator[tuple[int, str]]:
+    for c, ex in job.examples[j].items():
+        yield c, ex[1]
+    for c, text in job.last_examples[j].items():
+        yield c, text
+
+
+def relayed(job: ParsedJob, ids: dict[str, int]) -> np.ndarray:
+    """(nodes, events) bool: node ``j`` printed event ``c`` on behalf of another node, as
+    its leading origin group says (``ids``: token -> the node it names,
+    ``l4.spatial._identities``)."""
+    out = np.zeros((job.n_nodes, len(job.templates)), dtype=bool)
+    if job.n_nodes < 2 or not ids:
+        return out
+    for j in range(job.n_nodes):
+        for c, text in _examples(job, j):
+            if out[j, c]:
+                continue
+            ips, words = lead_tokens(text)
+            origin = {ids[t] for t in (*ips, *words) if t in ids}
+            if origin and j not in origin:
+                out[j, c] = True
+    return out
