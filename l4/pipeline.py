@@ -7,6 +7,7 @@ import os
 import sys
 from pathlib import Path
 
+from l4.culprit_prior import apply_prior
 from l4.engine import diagnose
 from l4.ingest import discover
 from l4.report import NO_KNOWN_PATTERN
@@ -43,7 +44,8 @@ def attach_root_causes(report: dict, *, kb: Path | None = None) -> dict:
         report["root_causes_status"] = f"matching failed: {exc}"
         return report
     report["root_causes"] = match.root_causes
-    report["categories"] = match.categories
+    # a culprit singled out by what it did, not by what it said (l4.culprit_prior)
+    report["categories"] = apply_prior(match.categories, report)
     report["root_causes_status"] = "matched" if match.root_causes else NO_KNOWN_PATTERN
     return report
 

@@ -1,0 +1,60 @@
+"""What the shape of a diagnosis says about who owns the fault.
+
+The category classifier reads the report's lines.  When the culprit said nothing of its
+own, the only lines are its victims' collective timeouts and teardown, which read like
+the network or the scheduler (platform).  But the engine knows more than the lines: the
+node was singled out *structurally* (it stopped first, slowed first, went quiet while the
+others waited for it, was named by its peers or by the scheduler) in the middle of the
+training loop.  A node that goes silent inside a healthy loop is, on production fleets,
+mostly a hardware fault: a hung or throttled GPU, a lost node, a failing link (Meta's
+Llama 3 report attributes about four in five unexpected interruptions to hardware; GPU
+hangs and lost nodes lead).  Start-up failures are not included: there a silent node is
+as often a missing rendezvous peer or a scheduler's doing.
+
+So such a diagnosis multiplies the hardware probability by ``SILENT_HARDWARE_ODDS``
+(product of experts; renormalised, order re-sorted).  A culprit whose own error says
+what went wrong (``specific`` at or above ``SILENT_BELOW``) is left to the classifier.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+#: a top node whose own unusual lines score below this (of a clear lone cause) said nothing
+SILENT_BELOW = 0.35
+#: prior odds of hardware for a silent culprit in the training loop
+SILENT_HARDWARE_ODDS = 3.0
+#: the structural evidence that singled the node out without a line of its own
+STRUCTURAL = ("missing_symptom", "stopped_first", "first_to_stop", "slowed_first", "named",
+              "named_by_peers", "odd_measurements")
+LOOP = ("training",)
+
+
+def silent_culprit(report: dict) -> bool:
+    """Was the report's top node singled out in the training loop by what it did (stopped,
+    slowed, went quiet, was named) rather than by an error line of its own?"""
+    nodes = report.get("nodes") or []
+    if report.get("stage") not in LOOP or not nodes or not isinstance(nodes[0], dict):
+        return False
+    ev = nodes[0].get("evidence") or {}
+    try:
+        if float(ev.get("specific") or 0.0) >= SILENT_BELOW:
+            return False
+        return any(float(ev.get(k) or 0.0) > 0 for k in STRUCTURAL)
+    except (TypeError, ValueError):
+        return False
+
+
+def apply_prior(categories: Sequence[dict], report: dict) -> list[dict]:
+    """``categories`` (all four, best first, confidences summing to one) with the silent
+    culprit's hardware odds applied when the report has one; unchanged otherwise."""
+    cats = [dict(c) for c in categories]
+    if not cats or not silent_culprit(report):
+        return cats
+    for c in cats:
+        if c.get("category") == "hardware":
+            c["confidence"] = float(c["confidence"]) * SILENT_HARDWARE_ODDS
+    total = sum(float(c["confidence"]) for c in cats) or 1.0
+    for c in cats:  # as l4.category.predict: never exactly 0 or 1
+        c["confidence"] = round(min(max(float(c["confidence"]) / total, 1e-4), 0.9999), 4)
+    return sorted(cats, key=lambda c: -c["confidence"])
