@@ -102,6 +102,10 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | 
     (re.compile(rf"\b{_IPV4}(?:, ?{_IPV4})*\b"), "<IP>", "."),
     # IPv6-ish and MAC/GUID-like hex groups containing a digit
     (re.compile(r"\b(?=[0-9a-fA-F:]*\d)[0-9a-fA-F]{1,4}(?::[0-9a-fA-F]{0,4}){3,7}\b"), "<HEX>", ":"),
+    # a float in scientific notation is one number: the long mantissa of
+    # "1.4999999999999998e-06" must not read as a run of hex digits (three wildcards), or
+    # one metrics line makes a new template whenever its learning rate is printed that way
+    (re.compile(r"(?<![\w.])[-+]?\d+(?:\.\d+)?[eE][-+]?\d+(?![\w.])"), WILDCARD, None),
     # hex literals; a bare run of hex digits is a number that may happen to hold no letter,
     # so it is the generic wildcard (40000500 and c0000700 are the same field)
     (re.compile(r"\b\d[xX][0-9a-fA-F]+\b"), "<HEX>", None),

@@ -250,3 +250,12 @@ def test_a_deep_indented_failure_report_is_a_record_of_its_own():
     assert is_continuation('    raise RuntimeError("loading failed")')
     # deep lines that report no failure continue their record (a pretty-printed config)
     assert is_continuation('        "lr": 0.0001,')
+
+
+def test_a_float_in_scientific_notation_is_one_number():
+    # a long mantissa must not read as a run of hex digits: one metrics line, one template
+    a = mask_line("step:25 - actor/lr:1.4999999999999998e-06 - actor/ppo_kl:3.48450355960115e-05")
+    b = mask_line("step:50 - actor/lr:3.75e-05 - actor/ppo_kl:-0.0008409017933598378")
+    assert a == b == "step:<*> - actor/lr:<*> - actor/ppo_kl:<*>"
+    # hex stays hex
+    assert mask_line("frame at 0x7fd9fd3fbc94 failed") == "frame at <HEX> failed"
