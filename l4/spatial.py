@@ -80,6 +80,10 @@ NAMED_RANK = tuple(re.compile(p) for p in (
     r"\bprocess rank (?P<rank>\d+) with PID\b",
     r"\bRanks? (?P<rank>\d+) failed to pass monitoredBarrier",
 ))
+#: a peer named by its global rank as the one out of step: torch's collective checker
+#: (TORCH_DISTRIBUTED_DEBUG=DETAIL) "Detected mismatch between collectives on ranks. Rank 9
+#: is running collective: ..., but Rank 647 is running collective: ..."
+PEER_RANK = re.compile(r"\bbut Rank (?P<rank>\d+) is running collective\b")
 #: the prefixes that say which global rank wrote a line: torchrun's "[rank29]:" /
 #: "[default29]:", mpirun's "[1,29]<stdout>:", srun's "29: "
 _RANK_PREFIX = re.compile(r"^(?:\[(?:rank|default)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|\s*(\d+): )")
@@ -400,9 +404,15 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     host_rx = re.compile(r"(?<![\w.-])(" + "|".join(
         re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)")
     namers: list[set[int]] = [set() for _ in range(n)]
+    ranks: dict[int, int] | None = None  # read on first need
     for j, text in unusual_texts(job, cross, cross.severity >= NAMING_SEVERITY):
         for m in host_rx.finditer(text):
             i = ids[m.group(1)]
+            if i != j:
+                namers[i].add(j)
+        for m in PEER_RANK.finditer(text):
+            ranks = rank_hosts(job) if ranks is None else ranks
+            i = ranks.get(int(m.group("rank")), j)
             if i != j:
                 namers[i].add(j)
     for i in range(n):

@@ -46,3 +46,33 @@ def test_the_rank_the_head_node_names_locates_the_culprit(tmp_path):
     ev = {n["node"]: n["evidence"] for n in report["nodes"]}
     assert report["nodes"][0]["node"] == "h100-n03", [n["node"] for n in report["nodes"]]
     assert ev["h100-n03"]["first_to_stop"] == 1.0 and ev["h100-n01"]["first_to_stop"] == 0.0
+
+
+def _mismatch_log(k: int, *, iters: int, odd_rank: int | None) -> str:
+    """torchrun's "[rankN]:" prefixes; with TORCH_DISTRIBUTED_DEBUG=DETAIL every rank's
+    collective checker reports the mismatch, naming the rank that runs another collective."""
+    out = []
+    for it in range(1, iters + 1):
+        for lr in range(RPN):
+            out.append(f"[rank{k * RPN + lr}]:2024-08-28 12:{it // 60:02d}:{it % 60:02d} step {it} loss 2.5")
+    if odd_rank is not None:
+        for lr in range(RPN):
+            g = k * RPN + lr
+            other = 0 if g == odd_rank else odd_rank
+            mine, theirs = ("ALLREDUCE", "BROADCAST") if g == odd_rank else ("BROADCAST", "ALLREDUCE")
+            out.append(f"[rank{g}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {g} is "
+                       f"running collective: CollectiveFingerPrint(SequenceNumber=4879, OpType={mine}), but "
+                       f"Rank {other} is running collective: CollectiveFingerPrint(SequenceNumber=4879, "
+                       f"OpType={theirs}).")
+    return "\n".join(out) + "\n"
+
+
+def test_the_rank_every_peer_says_runs_another_collective_comes_first(tmp_path):
+    odd = 2 * RPN + 1  # a rank on the third node
+    failed = write_job(tmp_path / "failed", {h: _mismatch_log(k, iters=30, odd_rank=odd)
+                                             for k, h in enumerate(HOSTS)})
+    healthy = write_job(tmp_path / "ok", {h: _mismatch_log(k, iters=30, odd_rank=None)
+                                          for k, h in enumerate(HOSTS)}, status="succeeded")
+    report = diagnose(failed, [healthy], store_path=False)
+    assert report["nodes"][0]["node"] == HOSTS[2], report["nodes"]
+    assert report["nodes"][0]["evidence"]["named_by_peers"] == 1.0
