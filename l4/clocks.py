@@ -9,10 +9,15 @@ behind.  Step counters are the best such lines: in synchronous training every no
 finishes step N together (its collectives wait for the slowest), so each step number
 that most nodes printed is one more reading of every clock, whatever the line's wording.
 Only lines printed before anything went wrong count: the failure itself reaches nodes at
-different times, and that difference is the evidence, not the clock.
+different times, and that difference is the evidence, not the clock.  One failure line
+reads a time from before it: c10d's watchdog says when it gave up on collective number N
+and for how long it had run ("WorkNCCL(SeqNum=3506, ...) ran for 1800266 milliseconds"),
+so it dates the collective's start, which every rank that waited entered together.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 
@@ -49,7 +54,7 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     printed = ~np.isnan(first) & (job.counts > 0)
     routine = ~cross.anomalous.any(axis=0)
     cols = np.nonzero(routine & (printed.sum(axis=0) >= max(3, SHARED * n)))[0]
-    sub = np.hstack([first[:, cols], step_times(job)])
+    sub = np.hstack([first[:, cols], step_times(job), collective_starts(job)])
     if sub.shape[1] == 0:
         return out
     # a job that failed at start-up shares one line at most (the launcher's banner): a node
@@ -107,3 +112,36 @@ def step_times(job: ParsedJob) -> np.ndarray:
             block[i] = [seen.get(num, np.nan) for num in shared]
         blocks.append(block)
     return np.hstack(blocks)
+
+
+#: c10d's watchdog: the collective's sequence number, then how long it had run
+_RAN_FOR = re.compile(r"\bSeqNum=(\d+)\b.*?\bran for (\d+) milli", re.I)
+
+
+def collective_starts(job: ParsedJob) -> np.ndarray:
+    """(nodes, readings): when each node's clock says collective N began, read from its
+    watchdog's timeout line (the line's time less the "ran for" it states), one reading
+    per sequence number that most nodes timed out on (nan where a node did not).
+
+    The ranks that waited entered that collective together, within a step, so the
+    readings differ by the nodes' clocks; the rank that never arrived prints no such line
+    for it, or a later start (read as a clock ahead, which is never corrected)."""
+    n = job.n_nodes
+    per: list[dict[int, float]] = [{} for _ in range(n)]
+    for i in range(n):
+        for c, ex in job.examples[i].items():
+            t = float(job.first_ts[i, c])
+            m = _RAN_FOR.search(ex[1]) if "ran for" in ex[1] else None
+            if m is None or np.isnan(t):
+                continue
+            seq, start = int(m.group(1)), t - int(m.group(2)) / 1000.0
+            per[i][seq] = min(per[i].get(seq, start), start)
+    counted: dict[int, int] = {}
+    for d in per:
+        for seq in d:
+            counted[seq] = counted.get(seq, 0) + 1
+    shared = sorted(seq for seq, k in counted.items() if k >= max(3, SHARED * n))
+    block = np.full((n, len(shared)), np.nan)
+    for i, d in enumerate(per):
+        block[i] = [d.get(seq, np.nan) for seq in shared]
+    return block

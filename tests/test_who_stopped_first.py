@@ -107,3 +107,39 @@ def test_nodes_the_evidence_cannot_tell_apart_are_ordered_by_who_stopped_first(t
     scores = {n["node"]: n["score"] for n in report["nodes"]}
     assert len(set(scores.values())) == 1, scores  # equals by every other measure
     assert [n["node"] for n in report["nodes"]] == ["dgx-2", "dgx-1", "dgx-0", "dgx-3"]
+
+
+def _hang_log(host: str, *, skew: float, culprit: bool, healthy: bool = False) -> str:
+    """A node of a job whose culprit's GPU hung: no clock on the step lines, no line every
+    node shares; each waiting rank's watchdog gives up on collective 3506 after 1800 s,
+    as its own clock (``skew`` seconds off) reads it."""
+    out = [f"[rank0]: step {it} loss {2 + 1 / it:.4f}" for it in range(1, 40)]
+    if healthy:
+        return "\n".join(out) + "\n"
+    base = 3 * 3600 + 13 * 60 + 17.0 + skew  # when collective 3506 began, on this clock
+    def stamp(t: float) -> str:
+        h, m, sec = int(t // 3600), int(t % 3600 // 60), t % 60
+        return f"{h:02d}:{m:02d}:{sec:09.6f}"
+    if not culprit:
+        for lr in range(2):
+            ran = 1800000 + 250 * lr
+            out.append(f"[rank{lr}]:[E1014 {stamp(base + ran / 1000)}000 ProcessGroupNCCL.cpp:607] [Rank {lr}] "
+                       f"Watchdog caught collective operation timeout: WorkNCCL(SeqNum=3506, OpType=ALLREDUCE, "
+                       f"NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for {ran} milliseconds before timing out.")
+    end = base + 1800.0 + (25.0 if culprit else 1.0)  # Slurm cancels the step some seconds later
+    day = f"2024-10-14T{stamp(end)[:8]}"
+    out.append(f"slurmstepd: error: *** STEP 6511391.0 ON {host} CANCELLED AT {day} ***")
+    return "\n".join(out) + "\n"
+
+
+def test_watchdogs_that_gave_up_on_one_collective_set_the_clocks(tmp_path):
+    """A victim whose clock runs 24 s behind ends 'first'; the collective its watchdog gave
+    up on began when everyone else's did, which shows the clock, not a lead."""
+    skews = {"dgx-0": 0.0, "dgx-1": -24.0, "dgx-2": 0.0, "dgx-3": 0.4, "dgx-4": -0.3}
+    culprit = "dgx-2"
+    failed = write_job(tmp_path / "failed", {h: _hang_log(h, skew=s, culprit=h == culprit)
+                                             for h, s in skews.items()})
+    healthy = write_job(tmp_path / "ok", {h: _hang_log(h, skew=0, culprit=False, healthy=True)
+                                          for h in skews}, status="succeeded")
+    report = diagnose(failed, [healthy], store_path=False)
+    assert report["nodes"][0]["node"] == culprit, report["nodes"][:3]
