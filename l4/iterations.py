@@ -206,9 +206,14 @@ def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
         both = 0
         for mk in job.markers:
             if marker in mk and c in mk:
-                a = mk[marker].numbers.tolist()
-                b = mk[c].numbers.tolist()
-                if not a or not b or not (max(a) < min(b) or max(b) < min(a)):
+                a, pa = mk[marker].numbers, mk[marker].positions
+                b, pb = mk[c].numbers, mk[c].positions
+                # one ends, in the log and in its count, where the other begins: a line
+                # printed among the marker's lines counts something else ("iter 7440:
+                # val loss" counts micro-batches between "step 930" lines)
+                if not a.size or not b.size or not (
+                        (np.nanmax(a) < np.nanmin(b) and pa.max() < pb.min())
+                        or (np.nanmax(b) < np.nanmin(a) and pb.max() < pa.min())):
                     both = -1
                     break
                 both += 1
