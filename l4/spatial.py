@@ -352,7 +352,7 @@ def rank_hosts(job: ParsedJob) -> dict[int, int]:
 #: rank's "[W TCPStore.cpp] recvValue failed" names the store's host, the same one for all
 #: (tried 2026-12-03: it put the store's host first in two simulated rendezvous failures)
 NAMING_SEVERITY = 0.5
-_IPV4 = re.compile(r"(?<![\d.])(?:\d{1,3}\.){3}\d{1,3}(?![\d.])")
+
 #: the writer's own address in a line about a connection ("localGid ::ffff:10.0.0.3",
 #: "local address 10.0.0.3", "local_addr=10.0.0.3")
 _LOCAL_IP = re.compile(r"\blocal[ _]?(?:Gid|addr(?:ess)?|ip)\s*[:=]?\s*(?:::ffff:)?"
@@ -381,7 +381,7 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
                 continue
             if relays_an_address(ex[1]):
                 continue  # another node's line, relayed: its addresses are not this node's
-            for ip in _IPV4.findall(ex[1]):
+            for ip in IPV4.findall(ex[1]):
                 seen.setdefault(ip, set()).add(i)
     for ip, who in own.items():
         if ip not in seen:
