@@ -481,6 +481,11 @@ def main(argv: list[str] | None = None) -> int:
                     "pattern misses: the first ranked pattern, the same-fault one's rank and scores")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
     args = ap.parse_args(argv)
+    # diagnosed jobs start from a fresh template store, as a new installation would (and as
+    # benchmarks/accuracy.py does): never the user's own, whose history would change them
+    os.environ.setdefault(
+        "L4_TEMPLATES", os.path.join(tempfile.mkdtemp(prefix="l4-kb-accuracy-templates-"), "t.store")
+    )
     if not args.data.is_file():
         print(f"data not found: {args.data}", file=sys.stderr)
         return 2
