@@ -288,12 +288,13 @@ def unusual_texts(job: ParsedJob, cross: CrossJobResult,
                 yield i, job.examples[i][c][1]
 
 
-def named_failed(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
-    """Per node: 1 when an unusual message on any node names it as the node that failed."""
+def named_failed(job: ParsedJob, cross: CrossJobResult,
+                 ids: dict[str, int] | None = None) -> np.ndarray:
+    """Per node: 1 when an unusual message on any node names it as the node that failed
+    (by name, or by an address ``ids`` resolves: ``_identities``)."""
     out = np.zeros(job.n_nodes)
     index = {name: i for i, name in enumerate(job.nodes)}
     short = {name.split(".")[0]: i for i, name in enumerate(job.nodes)}
-    ids = None
     for _, text in unusual_texts(job, cross):
         for rx in NAMED_FAILURE:
             m = rx.search(text)
@@ -392,13 +393,15 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
     return ids
 
 
-def named_by_peers(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
-    """Per node: the share of the other nodes whose troubling unusual lines name it."""
+def named_by_peers(job: ParsedJob, cross: CrossJobResult,
+                   ids: dict[str, int] | None = None) -> np.ndarray:
+    """Per node: the share of the other nodes whose troubling unusual lines name it
+    (``ids``: ``_identities``, when the caller has it already)."""
     n = job.n_nodes
     out = np.zeros(n)
     if n < 2:
         return out
-    ids = _identities(job, cross)
+    ids = _identities(job, cross) if ids is None else ids
     if not ids:
         return out
     host_rx = re.compile(r"(?<![\w.-])(" + "|".join(
@@ -490,9 +493,10 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
         return []
     # a driver's log that relays its workers' output holds their errors: those are the
     # workers' evidence (they are named by it below), not the driver's
-    relay = relayed(job, _identities(job, cross))
-    named = named_failed(job, cross)
-    peers = named_by_peers(job, cross)  # a relayed line names the node it came from
+    ids = _identities(job, cross)
+    relay = relayed(job, ids)
+    named = named_failed(job, cross, ids)
+    peers = named_by_peers(job, cross, ids)  # a relayed line names the node it came from
     if relay.any():
         cross = replace(cross, anomalous=cross.anomalous & ~relay,
                         excess=np.where(relay, 0.0, cross.excess))
