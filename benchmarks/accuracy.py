@@ -98,33 +98,52 @@ def mask_text(text: str) -> str:
 # ---------------------------------------------------------------------------------------
 # matching
 # ---------------------------------------------------------------------------------------
-_REGEX_CACHE: dict[str, tuple[re.Pattern | None, int]] = {}
+_PARTS_CACHE: dict[str, tuple[tuple[str, ...] | None, int]] = {}
 
 
-def template_regex(template: str) -> tuple[re.Pattern | None, int]:
-    """(regex for a template, number of literal characters); None for all-wildcard ones."""
-    hit = _REGEX_CACHE.get(template)
+def template_parts(template: str) -> tuple[tuple[str, ...] | None, int]:
+    """(literal pieces between a template's wildcards, number of literal characters); None
+    for all-wildcard ones."""
+    hit = _PARTS_CACHE.get(template)
     if hit is not None:
         return hit
-    norm = _WS.sub(" ", template.strip())
-    parts = norm.split("<*>")
+    parts = tuple(_WS.sub(" ", template.strip()).split("<*>"))
     literal = sum(len(p.strip()) for p in parts)
-    if literal < 3:
-        out: tuple[re.Pattern | None, int] = (None, literal)
-    else:
-        rx = ".*?".join(re.escape(p).replace(r"\ ", r"\s+") for p in parts)
-        out = (re.compile(rx), literal)
-    _REGEX_CACHE[template] = out
+    out = (None if literal < 3 else parts, literal)
+    _PARTS_CACHE[template] = out
     return out
 
 
+def _pieces_in_order(parts: tuple[str, ...], text: str, start: int, end: int) -> bool:
+    """Whether every piece occurs in ``text[start:end]``, in order and without overlap.
+    Taking each piece's leftmost occurrence is exact for wildcards that match anything,
+    and linear: a backtracking regex of many ``.*?`` crawls on a long line."""
+    pos = start
+    for p in parts:
+        if not p:
+            continue
+        i = text.find(p, pos, end)
+        if i < 0:
+            return False
+        pos = i + len(p)
+    return True
+
+
 def template_matches(template: str, masked_line: str) -> bool:
-    rx, literal = template_regex(template)
-    if rx is None:
+    """Whether a reported template (``<*>`` = any text, whitespace-normalised like the
+    line) is the whole masked truth line, or, for a long enough template, inside it."""
+    parts, literal = template_parts(template)
+    if parts is None:
         return False
-    if rx.fullmatch(masked_line):
+    head, tail = parts[0], parts[-1]
+    if len(parts) == 1:
+        if masked_line == head:
+            return True
+    elif (masked_line.startswith(head) and masked_line.endswith(tail)
+          and len(head) + len(tail) <= len(masked_line)
+          and _pieces_in_order(parts[1:-1], masked_line, len(head), len(masked_line) - len(tail))):
         return True
-    return literal >= 20 and rx.search(masked_line) is not None
+    return literal >= 20 and _pieces_in_order(parts, masked_line, 0, len(masked_line))
 
 
 def _read_lines(path: Path) -> list[str]:

@@ -90,6 +90,7 @@ _EVIDENCE_WORDS = {
     "first_to_stop": "stopped seconds before the others, which stopped together",
     "specific": "errors of its own",
     "odd_measurements": "its timers disagree with all others",
+    "odd_in_symptom": "its copy of the failure line every node printed differs from all others'",
     "missing_symptom": "lacks the timeouts the others show",
     "stopped_first": "stopped first",
     "iforest": "unusual event counts",

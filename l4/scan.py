@@ -563,9 +563,12 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         return None
     width = min(len(r) for r in rows)
     best: tuple[int, float] | None = None
-    # (distinct values, even, -step): the most steps, then one that advances evenly (a
-    # bar's count by 50 at every line, not its percentage by 1 or 2), then the finest
-    best_key: tuple = (0, False, -math.inf)
+    # (distinct values, even, -step, largest value): the most steps, then one that
+    # advances evenly (a bar's count by 50 at every line, not its percentage by 1 or 2),
+    # then the finest, then the one that counted furthest: a bar's count of this epoch and
+    # the job's global step advance alike ("95/925, ..., step=94, global_step=1019"), but
+    # only the global one goes on where the epoch starts over, as the job's iteration
+    best_key: tuple = (0, False, -math.inf, -math.inf)
     for j in range(width):
         vals = [r[j] for r in rows]
         if any(v != v or v != int(v) for v in vals):
@@ -576,8 +579,8 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
             # each period is a counter of its own, and together they count the steps
             d = periods[0]
             distinct = sum(1 for i, v in enumerate(vals) if i == 0 or v != vals[i - 1])
-            if (distinct, True, -d) > best_key:
-                best, best_key = (j, d), (distinct, True, -d)
+            if (distinct, True, -d, max(vals)) > best_key:
+                best, best_key = (j, d), (distinct, True, -d, max(vals))
             continue
         # ranks of one node print the same step in any order ("iter 6" of one rank before
         # "iter 5" of another): the counter is the envelope, and steps back stay small
@@ -603,7 +606,7 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         if d is not None and jitter_ok:
             # the finest counter wins: a progress bar's percentage also creeps up by one,
             # and on a bar of 50 steps it moves by 2 at every step its count moves by 1
-            key = (len(distinct), len(set(diffs)) == 1, -d)
+            key = (len(distinct), len(set(diffs)) == 1, -d, distinct[-1])
             if d > 0 and key > best_key:
                 best, best_key = (j, d), key
     return best

@@ -21,7 +21,9 @@ filter, the ranking weighs evidence that tells a culprit from its victims:
   else's (its peers then wait for it at every collective);
 * **odd measurements**: the one node whose own timers disagree with everybody else's by a
   wide margin in a line all nodes print (a straggler computes 8 s where the others compute
-  1.8 s and then wait 24 s in all-reduce) — a slow node prints no error at all.
+  1.8 s and then wait 24 s in all-reduce) — a slow node prints no error at all;
+* **odd in the shared symptom**: the one node whose copy of the failure line every node
+  prints says something else (another collective, another peer, another exit code).
 
 Scores are combined by fixed weights into [0, 1]; every node is ranked.
 """
@@ -58,6 +60,9 @@ W_ODD = 0.3
 W_SLOW = 0.3
 #: stopping clearly before all others, which stopped together (``first_to_stop``)
 W_FIRST = 0.3
+#: the one node whose copy of the job-wide failure line says something else
+#: (``odd_in_symptom``)
+W_APART = 0.3
 #: how far (as a factor) a node's measurement must be from the other nodes' median
 ODD_FACTOR = 3.0
 #: Messages in which the scheduler or launcher names the node that failed (group ``host``,
@@ -87,6 +92,10 @@ PEER_RANK = re.compile(r"\bbut Rank (?P<rank>\d+) is running collective\b")
 #: the prefixes that say which global rank wrote a line: torchrun's "[rank29]:" /
 #: "[default29]:", mpirun's "[1,29]<stdout>:", srun's "29: "
 _RANK_PREFIX = re.compile(r"^(?:\[(?:rank|default)(\d+)\]:|\[\d+,(\d+)\]<std(?:out|err)>:|\s*(\d+): )")
+#: a rank naming itself inside its own message: the prefix of torch's process-group logs
+#: ("[Rank 10] Watchdog caught ...", "[PG 0 (default_pg) Rank 10] Timeout at NCCL work"),
+#: and the collective checker's "... collectives on ranks. Rank 23 is running collective"
+_SELF_RANK = re.compile(r"\[(?:PG [^\]\[]*? )?Rank (\d+)\]|\bcollectives on ranks\. Rank (\d+) is running\b")
 #: how much a propagated-failure message (timeout, reset...) counts next to a cause
 SYMPTOM_WEIGHT = 0.25
 
@@ -336,13 +345,14 @@ def exited_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
 def rank_hosts(job: ParsedJob) -> dict[int, int]:
     """Global rank -> the node whose log carries that rank's line prefix, for ranks that
     exactly one node's lines carry (``_RANK_PREFIX``; read from every event's first and
-    last example of every node, so each rank that printed anything is seen)."""
+    last example of every node, so each rank that printed anything is seen).  Without a
+    prefix, a rank that names itself in its own message (``_SELF_RANK``) says the same."""
     seen: dict[int, set[int]] = {}
     for i in range(job.n_nodes):
         texts = [ex[1] for ex in job.examples[i].values()]
         texts += list(job.last_examples[i].values())
         for text in texts:
-            m = _RANK_PREFIX.match(text)
+            m = _RANK_PREFIX.match(text) or _SELF_RANK.search(text)
             if m is not None:
                 rank = int(next(g for g in m.groups() if g is not None))
                 seen.setdefault(rank, set()).add(i)
@@ -486,6 +496,82 @@ def odd_cells(job: ParsedJob) -> list[tuple[int, int, float]]:
     return out
 
 
+#: the pieces of a line whose values are compared across nodes (words, digit runs, marks)
+_PIECE = re.compile(r"[A-Za-z_]+|\d+|[^\sA-Za-z_\d]")
+#: dates and times of day, read out before comparing: a node whose clock runs a minute
+#: off prints another minute in the same line and is no culprit for it
+_WHEN = re.compile(r"\d{4}-\d\d-\d\d|(?<!\d)\d{1,2}:\d\d:\d\d(?:[.,]\d+)?|\b[IWEF]\d{4}\b")
+
+
+#: how much of a line is compared: the scan keeps the first 300 characters of a last
+#: occurrence (``l4.scan``), so first occurrences are cut alike
+EXAMPLE_CUT = 300
+
+
+def _pieces(text: str) -> list[str]:
+    """The pieces of a line with dates and times read out; a line cut short loses its last
+    piece, which may be a number cut in two ("ran for 180")."""
+    pieces = _PIECE.findall(_WHEN.sub(" ", text))
+    return pieces[:-1] if len(text) >= EXAMPLE_CUT else pieces
+
+
+def odd_in_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: 1 for the one node whose copy of a failure line that (nearly) every node
+    prints carries a value that every other node's copy agrees on otherwise.
+
+    When the job breaks, the victims report the same thing: the same collective timed out
+    ("WorkNCCL(SeqNum=171610, OpType=ALLREDUCE"), the same peer closed the connection, the
+    same signal ended their workers.  The node the others waited for says something else
+    in that line: it was in another collective (BROADCAST) or one behind, it names
+    another peer, its worker exited with its own code.  Fields that differ from node to
+    node anyway (ranks, clocks, pids) have no agreement to break and say nothing.  Only
+    a single such node counts; two or more are a split, not a culprit.
+    """
+    n = job.n_nodes
+    out = np.zeros(n)
+    if n < 4:
+        return out
+    severe = cross.severity >= NAMING_SEVERITY
+    shared = (cross.anomalous & severe[None, :]).sum(axis=0)
+    odd: set[int] = set()
+    for c in np.nonzero(shared >= max(4, math.ceil(0.75 * n)))[0].tolist():
+        if "<*>" not in job.templates[c]:
+            continue
+        pieces: dict[int, list[list[str]]] = {}
+        for i in range(n):
+            if not cross.anomalous[i, c]:
+                continue
+            texts = {job.last_examples[i].get(c, "")[:EXAMPLE_CUT]}
+            if c in job.examples[i]:
+                texts.add(job.examples[i][c][1][:EXAMPLE_CUT])
+            pieces[i] = [_pieces(t) for t in texts if t]
+        lengths = [len(p) for ps in pieces.values() for p in ps]
+        if not lengths:
+            continue
+        width = max(set(lengths), key=lengths.count)
+        rows = {i: [p for p in ps if len(p) == width] for i, ps in pieces.items()}
+        rows = {i: ps for i, ps in rows.items() if ps}
+        if len(rows) < 4:
+            continue
+        for k in range(width):
+            values = {i: {p[k] for p in ps} for i, ps in rows.items()}
+            common: dict[str, int] = {}
+            for vs in values.values():
+                if len(vs) == 1:
+                    v = next(iter(vs))
+                    common[v] = common.get(v, 0) + 1
+            if not common:
+                continue
+            v, agree = max(common.items(), key=lambda kv: kv[1])
+            # a node of several ranks may show the odd value beside the common one
+            apart = [i for i, vs in values.items() if vs != {v}]
+            if len(apart) == 1 and agree == len(values) - 1:
+                odd.add(apart[0])
+    if len(odd) == 1:
+        out[next(iter(odd))] = 1.0
+    return out
+
+
 def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[NodeScore]:
     """Every node, most suspicious first."""
     n = job.n_nodes
@@ -514,10 +600,13 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     odd = _normalise(odd_measurements(job))
     slow = _slowed_first(job)
     lead = np.maximum(first_to_stop(job, ends), exited_first(job, cross))
+    apart = odd_in_symptom(job, cross)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
-             + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead) / (
+             + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead
+             + W_APART * apart) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
-                 + W_SLOW * (slow.max() > 0) + W_FIRST * (lead.max() > 0))
+                 + W_SLOW * (slow.max() > 0) + W_FIRST * (lead.max() > 0)
+                 + W_APART * (apart.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     # nodes the evidence cannot tell apart (every log the same teardown, the culprit's own
@@ -540,6 +629,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "named_by_peers": round(float(peers[i]), 4),
                 "slowed_first": round(float(slow[i]), 4),
                 "first_to_stop": round(float(lead[i]), 4),
+                "odd_in_symptom": round(float(apart[i]), 4),
             },
         )
         for i in order

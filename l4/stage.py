@@ -325,6 +325,27 @@ _TRAIN_DATA = re.compile(r"\btrain(?:ing)?_?(?:data(?:set|loader)?|loader|ds|spl
                          re.I)
 
 
+def _own_frames(ctx: list[str]) -> list[str]:
+    """The traceback lines of the program's own frames: a library frame's "File" line and
+    the source lines under it go together ("self._evaluation_step(batch, batch_idx,
+    dataloader_idx)" is Lightning's code, not the program's, whatever it names)."""
+    out: list[str] = []
+    library = False
+    for line in ctx:
+        if 'File "' in line:
+            library = bool(_LIBRARY_FRAME.search(line))
+        elif not _FRAME_BODY.match(line):
+            library = False  # an exception's message, a chained traceback's header
+        if not library:
+            out.append(line)
+    return out
+
+
+#: a frame's source line or its ^^^ marks: indented deeper than "  File", behind any
+#: launcher prefix ("[rank9]:     self.val_loop.run()")
+_FRAME_BODY = re.compile(r"^(?:\S+:)?\s{3,}\S")
+
+
 def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> str | None:
     """The stage the first errors of node ``r`` name: by their own words and the program's
     own traceback frames first ("ds = ShardDataset(shard)" is data loading, whatever
@@ -336,12 +357,13 @@ def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> st
         # innermost frame first: it says what the program was doing when it failed; the
         # outer ones only how it got there ("train_ds, valid_ds, test_ds =
         # build_train_valid_test_datasets(" names validation data while building datasets)
-        own = [job.templates[c]] + [f for f in reversed(ctx) if not _LIBRARY_FRAME.search(f)]
+        own = [job.templates[c]] + list(reversed(_own_frames(ctx)))
         hint = _first_hint(profile, own)
         if hint:
             return hint
         if library is None:
-            library = _first_hint(profile, list(reversed(ctx)))
+            # a library frame by its file and function: its source lines are its own business
+            library = _first_hint(profile, [f for f in reversed(ctx) if 'File "' in f])
     return library
 
 

@@ -82,3 +82,25 @@ def test_a_faulthandler_dump_after_the_error_names_the_stage():
     assert _dump_hint(Job(), profile, 0, np.arange(4), 40) == "checkpointing"
     # a dump printed long after the error is about something else
     assert _dump_hint(Job(), profile, 0, np.array([3]), 40 - 100) is None
+
+
+def test_a_library_frames_source_line_is_the_librarys_not_the_programs():
+    """Lightning's evaluation loop calls "self._evaluation_step(batch, batch_idx,
+    dataloader_idx, dataloader_iter)": that line names a data loader, but it is the
+    library's code under the library's frame; the frame itself (evaluation_loop.py) says
+    where the out-of-memory error struck."""
+    class Job(_Job):
+        examples = [{0: (1, "x", [
+            '[rank9]:   File "/home/u/lm/train.py", line 77, in main',
+            "[rank9]:     trainer.fit(model, datamodule=dm)",
+            '[rank9]:   File "/opt/conda/lib/python3.12/site-packages/lightning/pytorch/loops/'
+            'evaluation_loop.py", line 135, in run',
+            "[rank9]:     self._evaluation_step(batch, batch_idx, dataloader_idx, dataloader_iter)",
+            "[rank9]:                          ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+            '[rank9]:   File "/home/u/lm/module.py", line 96, in validation_step',
+            "[rank9]:     self.log_dict(metrics, on_epoch=True, sync_dist=True)",
+            '[rank9]:   File "/opt/conda/lib/python3.12/site-packages/transformers/models/llama/'
+            'modeling_llama.py", line 1216, in forward',
+            "[rank9]:     logits = logits.float()"])}]
+    profile = choose_profile(Job.templates, "generic")
+    assert _error_hint(Job(), profile, 0, [0]) == "evaluation"

@@ -171,3 +171,13 @@ def test_a_bar_keeps_its_steps_apart_from_another_bar_of_the_same_look(tmp_path)
     scan = scan_node_file(NodeFile("n", path, "n.log"))
     tracks = [t.numbers.tolist() for t in scan.markers.values()]
     assert list(range(20, 3000, 20)) in tracks, [t[:5] for t in tracks]
+
+
+def test_a_bar_with_the_global_step_counts_the_global_step():
+    """A resumed job's bar counts this epoch ("95/925") and names the global step beside
+    it ("global_step=1019"): both advance by 5 at every redraw, and only the global one
+    goes on where the epoch starts over, so it is the job's iteration."""
+    rows = [[p, 925, p - 1, 924 + p] for p in (90, 95, 100, 105, 110)]
+    assert step_field(rows) == (3, 5)
+    # without a global count the bar's own count (the first field) still counts
+    assert step_field([[p, 925, p - 1] for p in (90, 95, 100, 105, 110)]) == (0, 5)
