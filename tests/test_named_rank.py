@@ -48,19 +48,23 @@ def test_the_rank_the_head_node_names_locates_the_culprit(tmp_path):
     assert ev["h100-n03"]["first_to_stop"] == 1.0 and ev["h100-n01"]["first_to_stop"] == 0.0
 
 
-def _mismatch_log(k: int, *, iters: int, odd_rank: int | None) -> str:
+def _mismatch_log(k: int, *, iters: int, odd_rank: int | None, prefixed: bool = True) -> str:
     """torchrun's "[rankN]:" prefixes; with TORCH_DISTRIBUTED_DEBUG=DETAIL every rank's
-    collective checker reports the mismatch, naming the rank that runs another collective."""
+    collective checker reports the mismatch, naming the rank that runs another collective.
+    Without prefixes (the launcher's own --tee files) the checker's message still says
+    which rank wrote it ("... on ranks. Rank 9 is running ...")."""
     out = []
     for it in range(1, iters + 1):
-        for lr in range(RPN):
-            out.append(f"[rank{k * RPN + lr}]:2024-08-28 12:{it // 60:02d}:{it % 60:02d} step {it} loss 2.5")
+        for lr in range(RPN if prefixed else 1):
+            lead = f"[rank{k * RPN + lr}]:" if prefixed else ""
+            out.append(f"{lead}2024-08-28 12:{it // 60:02d}:{it % 60:02d} step {it} loss 2.5")
     if odd_rank is not None:
         for lr in range(RPN):
             g = k * RPN + lr
             other = 0 if g == odd_rank else odd_rank
             mine, theirs = ("ALLREDUCE", "BROADCAST") if g == odd_rank else ("BROADCAST", "ALLREDUCE")
-            out.append(f"[rank{g}]: RuntimeError: Detected mismatch between collectives on ranks. Rank {g} is "
+            lead = f"[rank{g}]: " if prefixed else ""
+            out.append(f"{lead}RuntimeError: Detected mismatch between collectives on ranks. Rank {g} is "
                        f"running collective: CollectiveFingerPrint(SequenceNumber=4879, OpType={mine}), but "
                        f"Rank {other} is running collective: CollectiveFingerPrint(SequenceNumber=4879, "
                        f"OpType={theirs}).")
@@ -78,27 +82,11 @@ def test_the_rank_every_peer_says_runs_another_collective_comes_first(tmp_path):
     assert report["nodes"][0]["evidence"]["named_by_peers"] == 1.0
 
 
-def _unprefixed_mismatch_log(k: int, *, iters: int, odd_rank: int | None) -> str:
-    """No rank prefixes at all (the launcher's own --tee files): the collective checker's
-    message still says which rank wrote it ("... on ranks. Rank 9 is running ...")."""
-    out = [f"2024-08-28 12:{it // 60:02d}:{it % 60:02d} step {it} loss 2.5" for it in range(1, iters + 1)]
-    if odd_rank is not None:
-        for lr in range(RPN):
-            g = k * RPN + lr
-            other = 0 if g == odd_rank else odd_rank
-            mine, theirs = ("ALLREDUCE", "BROADCAST") if g == odd_rank else ("BROADCAST", "ALLREDUCE")
-            out.append(f"RuntimeError: Detected mismatch between collectives on ranks. Rank {g} is running "
-                       f"collective: CollectiveFingerPrint(SequenceNumber=4879, OpType={mine}), but Rank "
-                       f"{other} is running collective: CollectiveFingerPrint(SequenceNumber=4879, "
-                       f"OpType={theirs}).")
-    return "\n".join(out) + "\n"
-
-
 def test_a_rank_that_names_itself_in_its_message_locates_it_without_prefixes(tmp_path):
     odd = 2 * RPN + 3
-    failed = write_job(tmp_path / "failed", {h: _unprefixed_mismatch_log(k, iters=30, odd_rank=odd)
+    failed = write_job(tmp_path / "failed", {h: _mismatch_log(k, iters=30, odd_rank=odd, prefixed=False)
                                              for k, h in enumerate(HOSTS)})
-    healthy = write_job(tmp_path / "ok", {h: _unprefixed_mismatch_log(k, iters=30, odd_rank=None)
+    healthy = write_job(tmp_path / "ok", {h: _mismatch_log(k, iters=30, odd_rank=None, prefixed=False)
                                           for k, h in enumerate(HOSTS)}, status="succeeded")
     report = diagnose(failed, [healthy], store_path=False)
     assert report["nodes"][0]["node"] == HOSTS[2], report["nodes"]
