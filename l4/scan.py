@@ -31,6 +31,8 @@ N_SAMPLES = 5
 MAX_SAMPLES = 48
 #: at most this many iteration-marker candidates per file
 MAX_MARKERS = 24
+#: how many bytes of an event's last occurrence are kept (``ScanResult.last_examples``)
+LAST_TEXT_BYTES = 300
 # Per-process caches keyed by digit-collapsed line: the same keys recur on every node of a
 # job (rank prefixes collapse too), so a worker masks each distinct key once per job.
 _CACHE_MAX = 200_000
@@ -305,7 +307,7 @@ class _Scanner:
                     self.examples[sid] = (line0 + bl + 1, text[:2000], _context(raw_lines, bl, sids))
                 self.counts[sid] += c
                 self.last_line[sid] = line0 + int(rec_lines[seg_last]) + 1
-                last_text = _decode(raw_lines[int(rec_lines[seg_last])][:300])
+                last_text = _decode(raw_lines[int(rec_lines[seg_last])][:LAST_TEXT_BYTES])
                 self.last_text_of[sid] = last_text
                 ts_last = parse_ts(last_text[:200])
                 if not math.isnan(ts_last):

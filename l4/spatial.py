@@ -44,6 +44,7 @@ from l4.mask import decimals_in
 from l4.merge import ParsedJob
 from l4.profiles import choose_profile
 from l4.relay import IPV4, relayed, relays_an_address
+from l4.scan import LAST_TEXT_BYTES
 from l4.severity import is_symptom
 
 W_SPECIFIC = 0.55
@@ -503,9 +504,9 @@ _PIECE = re.compile(r"[A-Za-z_]+|\d+|[^\sA-Za-z_\d]")
 _WHEN = re.compile(r"\d{4}-\d\d-\d\d|(?<!\d)\d{1,2}:\d\d:\d\d(?:[.,]\d+)?|\b[IWEF]\d{4}\b")
 
 
-#: how much of a line is compared: the scan keeps the first 300 characters of a last
-#: occurrence (``l4.scan``), so first occurrences are cut alike
-EXAMPLE_CUT = 300
+#: how much of a line is compared: the scan keeps only the start of a last occurrence,
+#: so first occurrences are cut alike
+EXAMPLE_CUT = LAST_TEXT_BYTES
 
 
 def _pieces(text: str) -> list[str]:
