@@ -25,9 +25,10 @@ NATIVE_ITER = {
 
 def has_marker(line: str, marker: str) -> bool:
     """Does ``line`` carry a fault marker?  A numeric one ("507018", an Ascend error code)
-    must stand on its own: the same digits inside a timestamp's nanoseconds are no fault."""
+    must stand on its own: the same digits inside a timestamp's nanoseconds, or as its
+    whole fraction ("14:00:38.507053"), are no fault."""
     if marker.isdigit():
-        return re.search(rf"(?<!\d){marker}(?!\d)", line) is not None
+        return re.search(rf"(?<![\d.]){marker}(?!\d)", line) is not None
     return marker in line
 
 
