@@ -639,10 +639,11 @@ def _category_prior(results: list[tuple[float, _PatternInfo, list]], categories:
     (it never feeds back into them)."""
     conf = {c["category"]: float(c["confidence"]) for c in categories}
     top = max(conf.values(), default=0.0)
-    out = [(score * (1.0 - CATEGORY_PRIOR * (1.0 - conf.get(p.category, 0.0) / top)) if top > 0
-            else score, p, ev) for score, p, ev in results]
-    out.sort(key=lambda r: (-r[0], r[1].id))
-    return out
+    scored = [(score * (1.0 - CATEGORY_PRIOR * (1.0 - conf.get(p.category, 0.0) / top)) if top > 0
+               else score, score, p, ev) for score, p, ev in results]
+    # ties after the re-ranking (scores that round alike) keep the matcher's order
+    scored.sort(key=lambda r: (-r[0], -r[1], r[2].id))
+    return [(new, p, ev) for new, _, p, ev in scored]
 
 
 def neighbour_votes(results: list[tuple[float, _PatternInfo, list]]) -> dict[str, float]:
