@@ -41,13 +41,23 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     Only a clock behind is read: it makes a node seem to stop first, and correcting it
     takes that false lead away.  A node whose start-up lines came late may have started
     late rather than have a clock ahead; correcting it would lend it a lead it never had.
+    """
+    off = signed_offsets(job, cross)
+    return np.where(~np.isnan(off) & (off <= -MIN_OFFSET_S), off, 0.0)
+
+
+def signed_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: seconds its clock is off the job's median clock (behind < 0, ahead > 0;
+    nan where its shared lines cannot tell).  Subtract it from a node's times to put them
+    on the job's clock: that is how one node's failure is placed among another node's
+    step lines.
 
     Each shared line (printed by most nodes, nothing unusual about it) gives every node
     that printed it the difference between its first time and the median first time; a
     node's offset is the median of its differences over those lines.
     """
     n = job.n_nodes
-    out = np.zeros(n)
+    out = np.full(n, np.nan)
     if n < 3:
         return out
     first = job.first_ts
@@ -70,8 +80,7 @@ def clock_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         off = float(np.median(d))
         # a clock that is off moves every line by as much; lines that disagree about it
         # (a node that merely loaded its shards later) say nothing about its clock
-        agree = float(np.median(np.abs(d - off))) <= max(MIN_OFFSET_S, 0.2 * abs(off))
-        if off <= -MIN_OFFSET_S and agree:
+        if float(np.median(np.abs(d - off))) <= max(MIN_OFFSET_S, 0.2 * abs(off)):
             out[i] = off
     return out
 
@@ -127,15 +136,7 @@ def collective_starts(job: ParsedJob) -> np.ndarray:
     readings differ by the nodes' clocks; the rank that never arrived prints no such line
     for it, or a later start (read as a clock ahead, which is never corrected)."""
     n = job.n_nodes
-    per: list[dict[int, float]] = [{} for _ in range(n)]
-    for i in range(n):
-        for c, ex in job.examples[i].items():
-            t = float(job.first_ts[i, c])
-            m = _RAN_FOR.search(ex[1]) if "ran for" in ex[1] else None
-            if m is None or np.isnan(t):
-                continue
-            seq, start = int(m.group(1)), t - int(m.group(2)) / 1000.0
-            per[i][seq] = min(per[i].get(seq, start), start)
+    per = collective_readings(job)
     counted: dict[int, int] = {}
     for d in per:
         for seq in d:
@@ -145,3 +146,19 @@ def collective_starts(job: ParsedJob) -> np.ndarray:
     for i, d in enumerate(per):
         block[i] = [d.get(seq, np.nan) for seq in shared]
     return block
+
+
+def collective_readings(job: ParsedJob) -> list[dict[int, float]]:
+    """Per node: collective sequence number -> when its watchdog says it began (the
+    timeout line's time less the "ran for" it states; the earliest where several ranks
+    of the node say it)."""
+    per: list[dict[int, float]] = [{} for _ in range(job.n_nodes)]
+    for i in range(job.n_nodes):
+        for c, ex in job.examples[i].items():
+            t = float(job.first_ts[i, c])
+            m = _RAN_FOR.search(ex[1]) if "ran for" in ex[1] else None
+            if m is None or np.isnan(t):
+                continue
+            seq, start = int(m.group(1)), t - int(m.group(2)) / 1000.0
+            per[i][seq] = min(per[i].get(seq, start), start)
+    return per

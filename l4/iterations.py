@@ -46,6 +46,8 @@ class Counter:
     # node -> where each of its counts was printed first (the track keeps a count's last
     # line; a progress bar redraws its last count when the process exits, after the failure)
     firsts: dict[int, np.ndarray] = field(default_factory=dict)
+    # node -> (line number, printed step duration in seconds or nan) of each count
+    printed: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
 
     def clock(self, i: int) -> np.ndarray:
         """Per-line times of node ``i``'s counter lines for measuring step durations: the
@@ -65,17 +67,18 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
-    tracks, clocks, firsts = {}, {}, {}
+    tracks, clocks, firsts, printed = {}, {}, {}, {}
     for i, mk in enumerate(job.markers):
         if any(c in mk for c in cols):
-            pos, num, ts, dur = _joined([mk[c] for c in cols if c in mk])
+            pos, num, ts, dur, lines = _joined([mk[c] for c in cols if c in mk])
             tracks[i] = (pos, num, ts)
+            printed[i] = (lines, dur)
             firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
             if np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
                 clocks[i] = np.cumsum(np.nan_to_num(dur, nan=0.0))
     steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
-    return Counter(marker, cols, tracks, step, clocks, firsts)
+    return Counter(marker, cols, tracks, step, clocks, firsts, printed)
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
@@ -233,24 +236,35 @@ def _durations(track) -> np.ndarray:
     return dur if dur is not None and len(dur) == len(track.ts) else np.full(len(track.ts), np.nan)
 
 
-def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(positions, counts, times, printed durations, line numbers) of marker tracks, joined
+    in record order, one entry per count."""
     pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
     num = np.concatenate([np.zeros(0)] + [_counted(t) for t in tracks])
     ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
     dur = np.concatenate([np.zeros(0)] + [_durations(t) for t in tracks])
+    lines = np.concatenate([np.zeros(0, np.int64)] + [_lines(t) for t in tracks])
     order = np.argsort(pos, kind="stable")
-    pos, num, ts, dur = pos[order], num[order], ts[order], dur[order]
-    num = unwrap_periodic(num)
+    cols = [pos[order], num[order], ts[order], dur[order], lines[order]]
+    cols[1] = unwrap_periodic(cols[1])
+    num = cols[1]
     if len(num) > 1:
         # one iteration printed by several ranks (in any order) or redrawn by a progress
         # bar: keep its last line, the one that ended it, and only lines that advance
         keep = np.isnan(num)
         _, last = np.unique(num[::-1], return_index=True)
         keep[len(num) - 1 - last] = True
-        pos, num, ts, dur = pos[keep], num[keep], ts[keep], dur[keep]
+        cols = [c[keep] for c in cols]
+        num = cols[1]
         ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
-        pos, num, ts, dur = pos[ahead], num[ahead], ts[ahead], dur[ahead]
-    return pos, num, ts, dur
+        cols = [c[ahead] for c in cols]
+    return cols[0], cols[1], cols[2], cols[3], cols[4]
+
+
+def _lines(track) -> np.ndarray:
+    """A track's line numbers (0 where a hand-built track has none)."""
+    lines = getattr(track, "lines", None)
+    return lines if lines is not None and len(lines) == len(track.ts) else np.zeros(len(track.ts), np.int64)
 
 
 def _first_seen(tracks, num: np.ndarray, pos: np.ndarray) -> np.ndarray:
@@ -718,35 +732,6 @@ def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
             cand = float(tnum[ok][0])
         best = cand if best is None else min(best, cand)
     return best
-
-
-def step_in_progress(counter: Counter, r: int, point: tuple[int, int | None, float],
-                     current: float | None) -> float | None:
-    """The step itself that was in progress at node ``r``'s failure, when the counter is
-    logged every few steps (``current`` names its interval, as the job would print it).
-
-    Steps take about the same time, so the time since the last logged step, over the
-    time one step takes (read from the same track), says how many steps went by since:
-    logged at 31590, 4.2 s a step, failed 19.9 s later: step 31595.  Only from node
-    ``r``'s own counter lines and clock; ``None`` where they cannot tell."""
-    if current is None or counter.step <= 1 or r not in counter.tracks:
-        return None
-    t_f = point[2]
-    if math.isnan(t_f):
-        return None
-    _, num, ts = counter.tracks[r]
-    ok = ~np.isnan(num) & ~np.isnan(ts) & (ts <= t_f) & (num < current)
-    n, t = num[ok], ts[ok]
-    if n.size < 3:
-        return None
-    dn, dt = np.diff(n[-WINDOW - 1:]), np.diff(t[-WINDOW - 1:])
-    good = (dn > 0) & (dt > 0)
-    if not good.any():
-        return None
-    per_step = float(np.median(dt[good] / dn[good]))
-    last = float(n[-1])
-    est = last + math.floor((t_f - float(t[-1])) / per_step) + 1
-    return float(min(max(est, last + 1), last + counter.step))
 
 
 _NAMES_ITERATION = re.compile(r"\b(?:iter(?:ation)?|step|batch)\b\s*[:=#]?\s*(\d+)\b", re.I)

@@ -98,7 +98,7 @@ class MarkerTrack:
 
 
 #: a number that measures time: after a timing word, or followed by a time unit
-_DURATION_WORD = re.compile(r"(?:time|elapsed|took|dt|duration|latency)[^0-9|,;]{0,24}$", re.I)
+_DURATION_WORD = re.compile(r"(?:time|timing|elapsed|took|dt|duration|latency)[^0-9|,;]{0,24}$", re.I)
 _DURATION_UNIT = re.compile(r"(?:\.\d+)?\s?(ms|s|sec|secs|seconds)\b")  # "1565.7ms": 1565 is free-standing
 
 

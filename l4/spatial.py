@@ -501,7 +501,7 @@ def odd_cells(job: ParsedJob) -> list[tuple[int, int, float]]:
 _PIECE = re.compile(r"[A-Za-z_]+|\d+|[^\sA-Za-z_\d]")
 #: dates and times of day, read out before comparing: a node whose clock runs a minute
 #: off prints another minute in the same line and is no culprit for it
-_WHEN = re.compile(r"\d{4}-\d\d-\d\d|(?<!\d)\d{1,2}:\d\d:\d\d(?:[.,]\d+)?|\b[IWEF]\d{4}\b")
+_WHEN = re.compile(r"\d{4}-\d\d-\d\d|(?<!\d)\d{1,2}:\d\d:\d\d(?:[.,]\d+)?|\b[IWEF]\d{3,4}\b")
 
 
 #: how much of a line is compared: the scan keeps only the start of a last occurrence,

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from l4.crossjob import CrossJobResult
-from l4.iterations import find_counter, iteration_at, step_in_progress, suspicious_iterations
+from l4.iterations import find_counter, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.phases import Timeline
 from l4.profiles import choose_profile
 from l4.spatial import NodeScore
 from l4.stage import LOOP, event_stages, failure_stage
+from l4.stepclock import at_failure
 
 #: the estimated step in progress ranks right after the interval the job would print
 #: (5.0), before a slow spell that did not last (4.5) and the neighbouring intervals
@@ -71,9 +72,10 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         focus = [row[s.node] for s in ranked[:3]] + list(counter.tracks)[:3]
         scores = suspicious_iterations(job, cross, counter, focus,
                                        current if stage in LOOP else None)
-        if stage in LOOP:
-            # the step itself, next to the interval the job would have printed it in
-            exact = step_in_progress(counter, r, point, current)
+        if stage == "training":
+            # the step itself, next to the interval the job would have printed it in (an
+            # evaluation or save runs between steps: the time since says nothing of steps)
+            exact = at_failure(job, cross, counter, r, point, current)
             if exact is not None and int(exact) not in scores:
                 scores[int(exact)] = EXACT_SCORE
         result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]

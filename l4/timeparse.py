@@ -29,7 +29,9 @@ _SYSLOG = re.compile(r"^(?:[A-Z][a-z]{2} )?([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d
 # file.cc:12] ..." (level letter, month, day; no year), possibly after who-prefixes, and
 # c10's own logging since torch 2.3, without a thread id and in brackets:
 # "[E0726 19:03:27.741584736 ProcessGroupNCCL.cpp:616] [Rank 15] Watchdog caught ..."
-_GLOG = re.compile(r"(?:^|[\s\]:\[])[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?"
+# c10 prints month * 100 + day unpadded: "[E324 15:38:29.094793960 ...]" is 24 March, so
+# the month may be one digit
+_GLOG = re.compile(r"(?:^|[\s\]:\[])[IWEF](\d\d?)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?"
                    r"(?:\s+\d+ |\s+[\w./-]+:\d+\])")
 
 #: Times below this are *yearless* (syslog): month, day and time of day packed as

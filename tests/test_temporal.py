@@ -6,7 +6,7 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from l4 import iterations, stage
+from l4 import iterations, stage, stepclock
 from l4.profiles import choose_profile, load_profiles
 
 
@@ -174,12 +174,12 @@ def test_the_step_in_progress_is_read_from_the_time_since_the_last_logged_one():
     ts = 1000.0 + 4.2 * nums
     counter = iterations.Counter(marker=0, cols=[0], tracks={0: (np.arange(len(nums)), nums, ts)},
                                  step=10.0)
-    point = (len(nums), None, float(ts[-1] + 19.9))
-    assert iterations.step_in_progress(counter, 0, point, 320.0) == 315.0
+    t_f = float(ts[-1] + 19.9)
+    assert stepclock.step_in_progress(counter, 0, t_f, 320.0) == 315.0
     # long after (a hang that timed out): no further than the interval's end
-    assert iterations.step_in_progress(counter, 0, (0, None, float(ts[-1] + 1800)), 320.0) == 320.0
+    assert stepclock.step_in_progress(counter, 0, float(ts[-1] + 1800), 320.0) == 320.0
     # without a clock on the failure, or logged every step, nothing to add
-    assert iterations.step_in_progress(counter, 0, (0, None, float("nan")), 320.0) is None
+    assert stepclock.step_in_progress(counter, 0, float("nan"), 320.0) is None
     every = iterations.Counter(marker=0, cols=[0], tracks={0: (np.arange(len(nums)), nums, ts)},
                                step=1.0)
-    assert iterations.step_in_progress(every, 0, point, 311.0) is None
+    assert stepclock.step_in_progress(every, 0, t_f, 311.0) is None

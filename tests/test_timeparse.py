@@ -79,3 +79,18 @@ def test_c10_bracketed_stamps_without_a_thread_id_are_read():
     b = parse_ts("[rank3]:[E0726 19:03:27.741584736 ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught")
     assert a < YEARLESS_MAX and b - a == pytest.approx(7.741584736, abs=1e-5)
     assert math.isnan(parse_ts("[E0726 19:03:27 no file and line here"))
+
+
+def test_c10_stamps_of_january_to_september_are_read():
+    """c10 prints the month times 100 plus the day, unpadded ("[rank12]:[E324 15:38:29...]"
+    is 24 March; torchrun's own glog-style lines pad it, "E0324").  Read unpadded, the
+    watchdog lines of nine months of the year had no time."""
+    a = parse_ts("[rank12]:[E324 15:38:29.094793960 ProcessGroupNCCL.cpp:616] [Rank 12] Watchdog caught")
+    b = parse_ts("E0324 15:38:34.796789 385253 torch/distributed/elastic/multiprocessing/api.py:869] failed")
+    assert a < YEARLESS_MAX and b - a == pytest.approx(5.701995, abs=1e-5)
+    nov = parse_ts("[rank1]:[E1114 06:40:21.179509248 ProcessGroupNCCL.cpp:1595] [PG ID 0")
+    ref = 1731566421.0  # 2024-11-14 06:40:21 UTC
+    assert place_yearless(np.array([nov]), ref)[0] == pytest.approx(ref + 0.179509248, abs=1e-5)
+    # no month 0 or 13, no day 0: "E031" and "E1301" are no stamps
+    assert math.isnan(parse_ts("[rank0]:[E031 15:38:29.094793960 ProcessGroupNCCL.cpp:616] x"))
+    assert math.isnan(parse_ts("[rank0]:[E1301 15:38:29.094793960 ProcessGroupNCCL.cpp:616] x"))
