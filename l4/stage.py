@@ -246,6 +246,12 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     shared = cross.anomalous.sum(axis=0)
     own = [c for c in ordered if 2 * int(shared[c]) <= job.n_nodes][:6]
     first_errs = own + [c for c in ordered[:6] if c not in own]
+    if _stopped_from_outside(job, cross, r, pos):
+        # every node's trouble began with one line that no program raised (a scheduler's
+        # cancel, an operator's stop): the job was stopped wherever it was, and what it
+        # printed after that (a signal handler's "saving checkpoint and exiting") is its
+        # reaction, not the phase it failed in
+        first_errs = [c for c in first_errs if job.first_pos[r, c] <= pos]
     progressed = _progressed(job, cross, counter.marker if counter else None)
     hinted = _error_hint(job, profile, r, first_errs)
     if hinted is None and first_errs:
@@ -312,6 +318,32 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if stage == "checkpointing" and _final_save(job, stages):
         stage = "finalization"
     return stage, hinted
+
+
+#: a share of the nodes this large whose trouble began with one line: the job was stopped
+STOPPED_TOGETHER = 0.9
+#: a line a program raised: an exception's name, or the header of its traceback
+_RAISED = re.compile(r"\b[A-Z]\w*(?:Error|Exception)\b|\bTraceback \(most recent call last\)")
+
+
+def _stopped_from_outside(job: ParsedJob, cross: CrossJobResult, r: int, pos: int) -> bool:
+    """Did every node's trouble (nearly) begin with the line that begins node ``r``'s at
+    record ``pos``, a line no program raised (no exception, no traceback under it)?
+
+    A node that fails makes the others fail after it, each in its own words and at its
+    own time; one external stop reaches every node at once with the same line."""
+    if job.n_nodes < 2:
+        return False
+    at = np.nonzero(cross.anomalous[r] & (job.first_pos[r] == pos))[0]
+    if at.size != 1:
+        return False
+    c = int(at[0])
+    ex = job.examples[r].get(c)
+    if _RAISED.search(job.templates[c]) or (ex and any('File "' in f for f in ex[2])):
+        return False
+    same = sum(1 for i in range(job.n_nodes)
+               if job.counts[i, c] > 0 and onset(job, cross, i)[0] == job.first_pos[i, c])
+    return same >= STOPPED_TOGETHER * job.n_nodes
 
 
 #: a traceback frame inside an installed library or the interpreter: how the code got
