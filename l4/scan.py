@@ -32,7 +32,7 @@ MAX_SAMPLES = 48
 #: at most this many iteration-marker candidates per file
 MAX_MARKERS = 24
 #: how many bytes of an event's last occurrence are kept (``ScanResult.last_examples``)
-LAST_TEXT_BYTES = 300
+LAST_TEXT_BYTES = 640
 # Per-process caches keyed by digit-collapsed line: the same keys recur on every node of a
 # job (rank prefixes collapse too), so a worker masks each distinct key once per job.
 _CACHE_MAX = 200_000
@@ -687,7 +687,14 @@ def _periods(vals: list[float], nxt: list[float] | None) -> tuple[float, float] 
         env.append(top)
     # a count or two may be missing where another line shape drew them (a bar line that
     # the launcher glued to a log line): the steps are the counter's step, mostly
-    step = _fixed_step([y - x for x, y in zip(env, env[1:], strict=False) if y != x])
+    diffs = [y - x for x, y in zip(env, env[1:], strict=False) if y != x]
+    step = _fixed_step(diffs)
+    if step is None and diffs:
+        # a bar is redrawn when time allows, and at an epoch's end and start: "4700/4728",
+        # "4728/4728", then "1/4728", "72/4728", "172/4728" (as for a bar that does not
+        # start over, below in ``step_field``); still one step
+        d = min(diffs)
+        step = d if d > 0 and not any(x % d for x in diffs) else None
     if step is None:
         return None
     if back and not (back <= 2 * step and len(vals) >= 1.5 * len(set(vals))):

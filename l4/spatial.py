@@ -353,9 +353,8 @@ def rank_hosts(job: ParsedJob) -> dict[int, int]:
         texts = [ex[1] for ex in job.examples[i].values()]
         texts += list(job.last_examples[i].values())
         for text in texts:
-            m = _RANK_PREFIX.match(text) or _SELF_RANK.search(text)
-            if m is not None:
-                rank = int(next(g for g in m.groups() if g is not None))
+            rank = _writer_rank(text)
+            if rank is not None:
                 seen.setdefault(rank, set()).add(i)
     return {rank: next(iter(who)) for rank, who in seen.items() if len(who) == 1}
 
@@ -413,28 +412,43 @@ def named_by_peers(job: ParsedJob, cross: CrossJobResult,
     if n < 2:
         return out
     ids = _identities(job, cross) if ids is None else ids
-    if not ids:
-        return out
+    # names need hosts to point at; ranks name without them
     host_rx = re.compile(r"(?<![\w.-])(" + "|".join(
-        re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)")
-    namers: list[set[int]] = [set() for _ in range(n)]
+        re.escape(t) for t in sorted(ids, key=len, reverse=True)) + r")(?![\w-]|\.\d)") if ids else None
+    # a namer is a node, or a rank of one where its line says which: ranks of one node
+    # each saw it apart, and a rank may name another rank of its own node
+    namers: list[set[tuple[int, int | None]]] = [set() for _ in range(n)]
     ranks: dict[int, int] | None = None  # read on first need
     for j, text in unusual_texts(job, cross, cross.severity >= NAMING_SEVERITY):
-        for m in host_rx.finditer(text):
+        for m in host_rx.finditer(text) if host_rx is not None else ():
             i = ids[m.group(1)]
             if i != j:
-                namers[i].add(j)
+                namers[i].add((j, None))
         for m in PEER_RANK.finditer(text):
             ranks = rank_hosts(job) if ranks is None else ranks
-            i = ranks.get(int(m.group("rank")), j)
-            if i != j:
-                namers[i].add(j)
-    for i in range(n):
-        out[i] = len(namers[i]) / (n - 1)
-    # a name every node's errors carry (the one rendezvous host) tells nothing apart
+            named = int(m.group("rank"))
+            i = ranks.get(named, j)
+            own = _writer_rank(text)
+            if i != j or (own is not None and own != named):
+                namers[i].add((j, own))
+    count = np.array([len(who) for who in namers], dtype=np.float64)
+    out = np.minimum(count / (n - 1), 1.0)
+    # a name every node's errors carry (the one rendezvous host) tells nothing apart; nor
+    # do nodes naming each other, unless one is named by twice as many as any other (a
+    # collective mismatch: every rank names the one that diverged, and it names rank 0)
     if (out > 0).sum() > max(1, n // 2):
-        return np.zeros(n)
+        top = int(np.argmax(count))
+        rest = np.delete(count, top)
+        if count[top] < 2 * rest.max():
+            return np.zeros(n)
+        out = np.where(np.arange(n) == top, out, 0.0)
     return out
+
+
+def _writer_rank(text: str) -> int | None:
+    """The global rank that wrote a line, where its prefix or its own words say so."""
+    m = _RANK_PREFIX.match(text) or _SELF_RANK.search(text)
+    return None if m is None else int(next(g for g in m.groups() if g is not None))
 
 
 def _slowed_first(job: ParsedJob) -> np.ndarray:

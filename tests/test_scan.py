@@ -126,6 +126,17 @@ def test_a_progress_bar_redrawn_unevenly_counts_its_steps_not_its_percentage():
     assert step_field(rows) == (1, 10)
 
 
+def test_a_bar_redrawn_at_an_epochs_end_and_start_still_counts_across_epochs():
+    """tqdm redraws by time, and at an epoch's end (4728/4728) and the next one's start
+    (1/4728): a Lightning bar that gained "val_loss=" after the first evaluation counts
+    on over epochs, though its advances are uneven where an epoch turns."""
+    counts = [1300 + 100 * k for k in range(35)] + [4728, 1, 72, 172, 272]
+    rows = [[0 if k < 36 else 1, 100 * c // 4728, c, 4728, 21, 8.3] for k, c in enumerate(counts)]
+    assert step_field(rows) == (2, 1)
+    # values that merely stay below a constant, back and forth, are no count
+    assert step_field([[v, 50] for v in (3, 40, 12, 44, 7, 31, 2, 49, 18)]) is None
+
+
 def _clock(sec: int) -> str:
     h, rest = divmod(sec, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60:02d}:{rest % 60:02d}"
