@@ -20,6 +20,11 @@ _ISO = re.compile(
     r"(\d{4})-(\d\d)-(\d\d)[T \-_](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?(?:[.:](\d{1,6}))?"
     r"(Z|[+-]\d\d:?\d\d)?"
 )
+# 2024/05/01 12:00:00 | 05/01/2024 12:00:00 - INFO - transformers.trainer (the %m/%d/%Y of
+# Hugging Face's and accelerate's example scripts) | [05/01/24 12:00:00] (Rich's "%x %X",
+# ColossalAI's logger): month first, as those print it, unless it cannot be a month
+_YMD_SLASH = re.compile(r"(?<![\d/])(\d{4})/(\d\d)/(\d\d)[ T](\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?")
+_MDY_SLASH = re.compile(r"(?<![\d/])(\d\d)/(\d\d)/(\d{4}|\d\d)[ ,]+(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,9}))?")
 # [Wed May  1 12:00:00 2024] (dmesg -T)
 _DMESG_T = re.compile(r"\b([A-Z][a-z]{2}) +(\d{1,2}) (\d\d):(\d\d):(\d\d) (\d{4})\b")
 # "Oct  9 12:42:15 host kernel: ..." (syslog, journalctl): no year
@@ -57,6 +62,9 @@ def parse_ts(line: str) -> float:
             zone = zone[1:].replace(":", "")
             t -= sign * (int(zone[:2]) * 3600 + int(zone[2:]) * 60)
         return float(t)
+    slashed = _slashed(line)
+    if not math.isnan(slashed):
+        return slashed
     m = _DMESG_T.search(line, 0, 200)
     if m and m.group(1) in _MONTHS:
         mo, d, h, mi, s, y = _MONTHS[m.group(1)], *(int(g) for g in m.groups()[1:])
@@ -76,6 +84,28 @@ def parse_ts(line: str) -> float:
             return float((mo * 32 + d) * 86400 + h * 3600 + mi * 60 + s) + (
                 int(frac) / 10 ** len(frac) if frac else 0.0)
     return math.nan
+
+
+def _slashed(line: str) -> float:
+    """Epoch seconds of a date written with slashes (see ``_YMD_SLASH``), or nan."""
+    m = _YMD_SLASH.search(line, 0, 200)
+    if m:
+        y, mo, d = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    else:
+        m = _MDY_SLASH.search(line, 0, 200)
+        if not m:
+            return math.nan
+        mo, d, y = int(m.group(1)), int(m.group(2)), int(m.group(3))
+        if mo > 12 and d <= 12:
+            mo, d = d, mo  # 25/12/2024: day first
+        if y < 100:
+            y += 2000
+    h, mi, sec = (int(g) for g in m.groups()[3:6])
+    if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and sec < 62):
+        return math.nan
+    frac = m.group(7)
+    return float(calendar.timegm((y, mo, d, h, mi, sec, 0, 0, 0))) + (
+        int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
 def place_yearless(ts: np.ndarray, ref: float) -> np.ndarray:

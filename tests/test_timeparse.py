@@ -94,3 +94,17 @@ def test_c10_stamps_of_january_to_september_are_read():
     # no month 0 or 13, no day 0: "E031" and "E1301" are no stamps
     assert math.isnan(parse_ts("[rank0]:[E031 15:38:29.094793960 ProcessGroupNCCL.cpp:616] x"))
     assert math.isnan(parse_ts("[rank0]:[E1301 15:38:29.094793960 ProcessGroupNCCL.cpp:616] x"))
+
+
+def test_dates_written_with_slashes_are_read():
+    """Hugging Face's and accelerate's example scripts log "%m/%d/%Y %H:%M:%S", Rich's
+    handler (ColossalAI) "[%x %X]", some tools "%Y/%m/%d": without them such a job had no
+    clock at all."""
+    ref = parse_ts("2024-05-01 12:00:00")
+    assert parse_ts("05/01/2024 12:00:00 - INFO - transformers.trainer - ***** Running training") == ref
+    assert parse_ts("[05/01/24 12:00:00] INFO     colossalai - colossalai - INFO: Booster init") == ref
+    assert parse_ts("2024/05/01 12:00:00.250 INFO x") == pytest.approx(ref + 0.25)
+    assert parse_ts("25/12/2024 08:00:00 day first where the month cannot be") == parse_ts("2024-12-25 08:00:00")
+    # a path or a ratio is no date
+    assert math.isnan(parse_ts("loading /data/05/01/2024/shard.bin"))
+    assert math.isnan(parse_ts("step 13/40/2024 12:00:61 is nothing"))
