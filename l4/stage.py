@@ -617,7 +617,7 @@ def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str |
     first = job.first_ts[:, cols]
     last = job.last_ts[:, cols]
     last = np.where(np.isnan(last), first, last)
-    started = first <= t0 + 1.0
+    started = (first <= t0 + 1.0) & ~_superseded(job, stages, cols)
     eff = np.where(started, np.minimum(last, t0), -np.inf)
     if not np.isfinite(eff).any():
         return None
@@ -631,6 +631,21 @@ def _stage_by_time(job: ParsedJob, stages: list[str | None], t0: float) -> str |
         if st in hits:
             return st
     return None
+
+
+def _superseded(job: ParsedJob, stages: list[str | None], cols: list[int]) -> np.ndarray:
+    """(nodes, cols): the node printed a line of another stage without a clock after that
+    column's last line.  Training lines often carry no clock ("{'loss': 2.31, ...}", a
+    progress bar) while evaluation and save lines do: the last timed stage line is then not
+    the stage the job was in, the untimed lines after it are."""
+    out = np.zeros((job.n_nodes, len(cols)), dtype=bool)
+    st = np.array([stages[c] for c in cols], dtype=object)
+    untimed = np.isnan(job.last_ts[:, cols]) & np.isnan(job.first_ts[:, cols]) & (job.counts[:, cols] > 0)
+    for i in np.nonzero(untimed.any(axis=1))[0].tolist():
+        late = job.last_line[i, cols]
+        for j in np.nonzero(untimed[i])[0].tolist():
+            out[i] |= (st != st[j]) & (late < late[j])
+    return out
 
 
 def _pack_stage(job: ParsedJob, cross: CrossJobResult, stages: list[str | None], r: int,
