@@ -193,14 +193,16 @@ def _printed(job: ParsedJob, counter: Counter, done: int, gap: tuple[tuple[int, 
 
 
 def gap_stage(job: ParsedJob, profile: Profile, counter: Counter, gaps: Gaps, done: float,
-              before: list[int]) -> str | None:
+              before: list[int], texts: dict[int, str] | None = None) -> str | None:
     """The phase a job was in when it failed right after iteration ``done`` (its last
     completed), by what healthy runs printed after that iteration: the phase of the first
     of those lines no node of this job printed.  ``None`` when healthy runs printed no
     phase there, when some node printed all of it (that phase was over), when this job
     printed that line after an earlier phase (see below), or when it printed none of the
     healthy runs' phase lines at all (other words).
-    ``before``: per node, the record where its own trouble began."""
+    ``before``: per node, the record where its own trouble began; ``texts``: the healthy
+    runs' templates by id (``Timeline.templates``), to tell a phase's report from its
+    announcement."""
     if done != done:  # nan
         return None
     n = int(done)
@@ -225,4 +227,19 @@ def gap_stage(job: ParsedJob, profile: Profile, counter: Counter, gaps: Gaps, do
         # schedule); only a first phase is placed by the gap alone.  A job that printed
         # the first lines of this very gap was inside it, whatever it printed before
         return None
+    if (k > 0 and gap[k - 1][1] != gap[k][1] and texts is not None
+            and not _reports(profile, texts.get(gap[k][0]))
+            and not _reports(profile, texts.get(gap[k - 1][0]))):
+        # the job printed a line of one phase and not the next phase's first, which
+        # announces it as it begins ("... saving model to ..." before the save): the next
+        # had not begun, and the one it printed last had not reported its end (an
+        # evaluation whose bar reached 50/50 still reduces its metrics across ranks).  A
+        # phase reported only when over ("validate step: 30200") may have been running
+        return gap[k - 1][1]
     return gap[k][1]
+
+
+def _reports(profile: Profile, text: str | None) -> bool:
+    """Is ``text`` a line that reports a phase when it is over, with its iteration
+    ("validation loss at iteration 150", the profile's ``periodic`` rules)?"""
+    return text is not None and any(rx.search(text) for _, rx in profile.periodic)

@@ -219,7 +219,7 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         if after is None and stage == "training" and gaps is not None:
             before = [point[0] if i == r else onset(job, cross, i)[0]
                       for i in range(job.n_nodes)]
-            after = gap_stage(job, profile, counter, gaps, done, before)
+            after = gap_stage(job, profile, counter, gaps, done, before, timeline.templates)
         if after is None and stage == "training":
             after = scheduled_phase(job, profile, done,
                                     timeline.schedules if timeline is not None else ())
