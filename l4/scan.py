@@ -575,6 +575,10 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
         vals = [r[j] for r in rows]
         if any(v != v or v != int(v) for v in vals):
             continue
+        if j + 2 < width and _percentage_of(vals, [r[j + 1] for r in rows], [r[j + 2] for r in rows]):
+            # a bar's percentage ("38%| ... | 1900/4944") is its count over its total: on a
+            # long bar it creeps up by one at every redraw, as evenly as a counter would
+            continue
         periods = _periods(vals, [r[j + 1] for r in rows] if j + 1 < width else None)
         if periods is not None:
             # a progress fraction that completes and starts over ("Epoch 2: 130/200"):
@@ -612,6 +616,14 @@ def step_field(rows: list[list[float]]) -> tuple[int, float] | None:
             if d > 0 and key > best_key:
                 best, best_key = (j, d), key
     return best
+
+
+def _percentage_of(vals: list[float], count: list[float], total: list[float]) -> bool:
+    """Is this field the percentage of the fraction after it (the count of ``count`` over
+    the constant ``total``, rounded either way)?"""
+    if not _fraction_of(count, total) or total[0] <= 0:
+        return False
+    return all(abs(v - 100.0 * c / total[0]) <= 1.0 for v, c in zip(vals, count, strict=True))
 
 
 def _fraction_of(vals: list[float], nxt: list[float]) -> bool:
@@ -723,6 +735,10 @@ def _may_still_count(rows: list[list[float]]) -> bool:
     for j in range(width):
         vals = [r[j] for r in rows]
         if any(v != v or v != int(v) for v in vals):
+            continue
+        if j + 2 < width and _percentage_of(vals, [r[j + 1] for r in rows], [r[j + 2] for r in rows]):
+            # a bar's percentage ("38%| ... | 1900/4944") is its count over its total: on a
+            # long bar it creeps up by one at every redraw, as evenly as a counter would
             continue
         if all(b >= a for a, b in zip(vals, vals[1:], strict=False)):
             if len(set(vals)) < 3:

@@ -137,6 +137,15 @@ def test_a_bar_redrawn_at_an_epochs_end_and_start_still_counts_across_epochs():
     assert step_field([[v, 50] for v in (3, 40, 12, 44, 7, 31, 2, 49, 18)]) is None
 
 
+def test_a_long_bars_percentage_is_no_counter():
+    """On a bar of 4944 steps redrawn every 50, the percentage creeps up by one at every
+    redraw ("1%| | 50/4944", "2%| | 100/4944"), as evenly as a counter; it is the count over
+    the total, and the count is the bar's counter (the first redraw, 1/4944, off its grid)."""
+    counts = [1] + list(range(50, 1300, 50))
+    rows = [[0, 100 * c // 4944, c, 4944, 3, 92, 10.5] for c in counts]
+    assert step_field(rows) == (2, 50)
+
+
 def _clock(sec: int) -> str:
     h, rest = divmod(sec, 3600)
     return f"{h}:{rest // 60:02d}:{rest % 60:02d}" if h else f"{rest // 60:02d}:{rest % 60:02d}"
