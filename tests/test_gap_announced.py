@@ -52,12 +52,17 @@ def _node(k: int, *, fail_after: int | None) -> str:
     return "\n".join(out) + "\n"
 
 
-def test_a_job_that_never_announced_its_save_failed_in_the_evaluation_before_it(tmp_path):
-    failed = write_job(tmp_path / "failed", {h: _node(k, fail_after=600) for k, h in enumerate(HOSTS)})
-    base = write_job(tmp_path / "base", {h: _node(k, fail_after=None) for k, h in enumerate(HOSTS)},
+def _stage(tmp_path, node) -> str:
+    """Stage of the job ``node(k, fail_after=600)`` writes, against its healthy run."""
+    failed = write_job(tmp_path / "failed", {h: node(k, fail_after=600) for k, h in enumerate(HOSTS)})
+    base = write_job(tmp_path / "base", {h: node(k, fail_after=None) for k, h in enumerate(HOSTS)},
                      status="succeeded")
     rep = diagnose(failed, baselines=[base], store_path=tmp_path / "t.drain3")
-    assert rep["stage"] == "evaluation", (rep["stage"], rep.get("onset"))
+    return rep["stage"]
+
+
+def test_a_job_that_never_announced_its_save_failed_in_the_evaluation_before_it(tmp_path):
+    assert _stage(tmp_path, _node) == "evaluation"
 
 
 def _titan(k: int, *, fail_after: int | None) -> str:
@@ -84,8 +89,4 @@ def _titan(k: int, *, fail_after: int | None) -> str:
 
 
 def test_a_phase_reported_only_when_over_may_have_been_running(tmp_path):
-    failed = write_job(tmp_path / "failed", {h: _titan(k, fail_after=600) for k, h in enumerate(HOSTS)})
-    base = write_job(tmp_path / "base", {h: _titan(k, fail_after=None) for k, h in enumerate(HOSTS)},
-                     status="succeeded")
-    rep = diagnose(failed, baselines=[base], store_path=tmp_path / "t.drain3")
-    assert rep["stage"] == "evaluation", (rep["stage"], rep.get("onset"))
+    assert _stage(tmp_path, _titan) == "evaluation"
