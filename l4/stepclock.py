@@ -12,9 +12,12 @@ wording:
   traceback, NCCL's WARN lines) the next line of the node that does (the launcher or the
   watchdog reporting the exit, seconds later); for a node that went silent (lost power, a
   hung GPU), when the collective its peers waited on began, which their watchdogs state
-  ("ran for 1800468 milliseconds", ``l4.clocks.collective_starts``);
-- **when the last step was printed**: the counter lines' own times, on the culprit's node
-  or, where only some nodes print the counter (rank 0 only), on a node that does;
+  ("ran for 1800468 milliseconds", ``l4.clocks.collective_readings``);
+- **when the last step was printed, and how long a step takes**: the counter lines' own
+  times, on the culprit's node or, where only some nodes print the counter (rank 0 only),
+  on a node that does; where they carry none, a timed line of the counting node that
+  names a printed count (a checkpoint saved "from iteration 18999"), and the step
+  durations the counter lines print;
 - **on one clock**: hosts' clocks disagree by seconds, a step or more, so each node's
   times are moved by its offset from the job's clock (``l4.clocks.signed_offsets``).
 """
