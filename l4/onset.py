@@ -22,14 +22,31 @@ def time_near(job: ParsedJob, r: int, line: int) -> float:
     The first and last occurrence of every event are such points, so this needs no
     per-line index; a line before wins a tie (it cannot be later than the failure).
     """
+    lines, ts = _timed_points(job, r)
+    if not lines.size:
+        return math.nan
+    dist = np.abs(lines - line) * 2 + (lines > line)
+    return float(ts[int(np.argmin(dist))])
+
+
+def next_time(job: ParsedJob, r: int, line: int) -> float:
+    """Time of the first line of node ``r`` at or after ``line`` that carries one (the
+    launcher or the watchdog reporting an exit after an untimed traceback); nan when
+    nothing after it is timed."""
+    lines, ts = _timed_points(job, r)
+    after = lines >= line
+    if not after.any():
+        return math.nan
+    return float(ts[after][np.argmin(lines[after])])
+
+
+def _timed_points(job: ParsedJob, r: int) -> tuple[np.ndarray, np.ndarray]:
+    """(line, time) of the first and last occurrence of every event of node ``r`` that
+    carries a time."""
     lines = np.concatenate((job.first_line[r], job.last_line[r]))
     ts = np.concatenate((job.first_ts[r], job.last_ts[r]))
     ok = (lines > 0) & ~np.isnan(ts)
-    if not ok.any():
-        return math.nan
-    lines, ts = lines[ok], ts[ok]
-    dist = np.abs(lines - line) * 2 + (lines > line)
-    return float(ts[int(np.argmin(dist))])
+    return lines[ok], ts[ok]
 
 
 def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | None, float]:

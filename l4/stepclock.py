@@ -33,6 +33,7 @@ from l4.clocks import collective_readings, signed_offsets
 from l4.crossjob import CrossJobResult
 from l4.iterations import WINDOW, Counter
 from l4.merge import ParsedJob
+from l4.onset import next_time
 
 _NUMBER = re.compile(r"\d+")
 
@@ -100,19 +101,6 @@ def failure_time(job: ParsedJob, r: int, point: tuple[int, int | None, float],
     if math.isnan(t):
         t = next_time(job, r, line)
     return t - float(offsets[r])
-
-
-def next_time(job: ParsedJob, r: int, line: int) -> float:
-    """Time of the first line of node ``r`` at or after ``line`` that carries one.
-
-    The first and last occurrence of every event are such points, so no per-line index is
-    needed; nan when nothing after it is timed."""
-    lines = np.concatenate((job.first_line[r], job.last_line[r]))
-    ts = np.concatenate((job.first_ts[r], job.last_ts[r]))
-    ok = (lines >= line) & ~np.isnan(ts)
-    if not ok.any():
-        return math.nan
-    return float(ts[ok][np.argmin(lines[ok])])
 
 
 def hang_began(job: ParsedJob, offsets: np.ndarray) -> float:
