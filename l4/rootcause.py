@@ -58,26 +58,29 @@ RARE_MIN_IDF = 2.5  # a token in more than N * exp(-RARE_MIN_IDF) patterns does 
 
 # --- exact evidence: error codes ------------------------------------------------------------
 
+# errno names are upper case ("EIO"): a host named eio-0 names no error
 _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(r"\bXid\s*(?:\([^)]*\))?\s*:?\s*(\d{1,3})\b", re.I), "XID{0}"),
     (re.compile(r"\b(E[A-Z]\d{4}|ERR\d{5})\b"), "{0}"),
     (re.compile(r"(?:error code is|runtime result =|error code =|ret(?:Code)?\s*=)\s*(\d{6})\b", re.I), "ACL{0}"),
     (re.compile(r"\b(50\d{4}|10\d{4})\b(?=.{0,40}(?:NPU|acl|aclrt|rt[A-Z]))"), "ACL{0}"),
-    (re.compile(r"\bNo space left on device\b|\bENOSPC\b|Errno 28\b|StorageFull", re.I), "ENOSPC"),
-    (re.compile(r"\bInput/output error\b|\bEIO\b|Errno 5\b", re.I), "EIO"),
-    (re.compile(r"\bStale file handle\b|\bESTALE\b|Errno 116\b", re.I), "ESTALE"),
-    (re.compile(r"\bDisk quota exceeded\b|\bEDQUOT\b|Errno 122\b", re.I), "EDQUOT"),
-    (re.compile(r"\bCannot allocate memory\b|\bENOMEM\b", re.I), "ENOMEM"),
-    (re.compile(r"\bNetwork is unreachable\b|\bENETUNREACH\b", re.I), "ENETUNREACH"),
-    (re.compile(r"\bConnection refused\b|\bECONNREFUSED\b", re.I), "ECONNREFUSED"),
-    (re.compile(r"\bConnection reset by peer\b|\bECONNRESET\b", re.I), "ECONNRESET"),
-    (re.compile(r"\bBroken pipe\b|\bEPIPE\b", re.I), "EPIPE"),
-    (re.compile(r"\bRead-only file system\b|\bEROFS\b", re.I), "EROFS"),
+    (re.compile(r"\bNo space left on device\b|(?-i:\bENOSPC\b)|Errno 28\b|StorageFull", re.I), "ENOSPC"),
+    (re.compile(r"\bInput/output error\b|(?-i:\bEIO\b)|Errno 5\b", re.I), "EIO"),
+    (re.compile(r"\bStale file handle\b|(?-i:\bESTALE\b)|Errno 116\b", re.I), "ESTALE"),
+    (re.compile(r"\bDisk quota exceeded\b|(?-i:\bEDQUOT\b)|Errno 122\b", re.I), "EDQUOT"),
+    (re.compile(r"\bCannot allocate memory\b|(?-i:\bENOMEM\b)", re.I), "ENOMEM"),
+    (re.compile(r"\bNetwork is unreachable\b|(?-i:\bENETUNREACH\b)", re.I), "ENETUNREACH"),
+    (re.compile(r"\bConnection refused\b|(?-i:\bECONNREFUSED\b)", re.I), "ECONNREFUSED"),
+    (re.compile(r"\bConnection reset by peer\b|(?-i:\bECONNRESET\b)", re.I), "ECONNRESET"),
+    (re.compile(r"\bBroken pipe\b|(?-i:\bEPIPE\b)", re.I), "EPIPE"),
+    (re.compile(r"\bRead-only file system\b|(?-i:\bEROFS\b)", re.I), "EROFS"),
     (re.compile(r"\b(nccl(?:Remote|System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument)Error)\b"), "{0}"),
     (re.compile(r"remote process exited or there was a network error", re.I), "ncclRemoteError"),
     (re.compile(r"unhandled system error", re.I), "ncclSystemError"),
     (re.compile(r"unhandled cuda error", re.I), "ncclUnhandledCudaError"),
     (re.compile(r"NCCL error.{0,80}invalid usage|ncclInvalidUsage", re.I), "ncclInvalidUsage"),
+    (re.compile(r"NCCL error.{0,80}invalid argument", re.I), "ncclInvalidArgument"),
+    (re.compile(r"NCCL error.{0,80}internal error", re.I), "ncclInternalError"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-9\b|return code\s*=\s*-9\b|Signal 9\b|\bSIGKILL\b|signal: killed", re.I), "SIGKILL"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-11\b|return code\s*=\s*-11\b|Signal 11\b|\bSIGSEGV\b|Segmentation fault", re.I), "SIGSEGV"),
     (re.compile(r"exit\s*code\s*[:=]?\s*-7\b|signal 7\b|\bSIGBUS\b|Bus error", re.I), "SIGBUS"),
@@ -115,15 +118,43 @@ _SIGNALS = {"1": "SIGHUP", "2": "SIGINT", "6": "SIGABRT", "7": "SIGBUS", "9": "S
             "11": "SIGSEGV", "15": "SIGTERM"}
 # Codes of one family that exclude each other: a pattern whose indicators name Xid 79 or
 # SIGHUP is contradicted by a query that names only other Xids or other signals.
-CONFLICT_FAMILIES = ("SIG", "XID")
+# Codes of one family name one thing that went wrong: a signal, an Xid, Slurm's reason for
+# a cancel, NCCL's result.  A pattern naming one and a query naming only others of the
+# family describe different faults (an NCCL "unhandled system error" is no null buffer's
+# "invalid argument").
+CONFLICT_FAMILIES = ("SIG", "XID", "SLURM_", "nccl")
+# ... except codes that name the same kind of trouble: NCCL has reported the same misuse
+# (a library or version mismatch) as "invalid usage" in one release, "invalid argument" in
+# another
+_CONFLICT_ALIKE = {"ncclInvalidArgument": "ncclInvalidUsage"}
 CONFLICT_FACTOR = 0.75  # score of a pattern the query's codes contradict (and no template)
+
+
+# Slurm says why it cancelled a job or step.  A reason no fault code stands for (a task
+# failed, or none: the teardown after a task failed, or scancel) still contradicts a
+# pattern about another reason (a preemption, a time limit, a node failure), though it
+# names no fault itself, so it is no code: it takes part in the conflict check only.
+_SLURM_CANCEL = re.compile(r"CANCELLED AT \S+(?: DUE TO ([A-Z ]+?))? \*\*\*")
+
+
+def stated_reasons(text: str) -> set[str]:
+    """Slurm's stated reason for a cancel that no code names, as a conflict-only code
+    ('SLURM_TASK_FAILURE', 'SLURM_CANCELLED' when no reason is given); empty otherwise."""
+    out: set[str] = set()
+    for m in _SLURM_CANCEL.finditer(text):
+        reason = (m.group(1) or "").strip()
+        if not reason:
+            out.add("SLURM_CANCELLED")
+        elif not extract_codes(m.group(0)):
+            out.add("SLURM_" + reason.replace(" ", "_"))
+    return out
 
 
 def _conflicts(pattern_codes: set[str], query_codes: set[str]) -> bool:
     """True when, for some family, both name codes and none is shared."""
     for fam in CONFLICT_FAMILIES:
-        mine = {c for c in pattern_codes if c.startswith(fam)}
-        theirs = {c for c in query_codes if c.startswith(fam)}
+        mine = {_CONFLICT_ALIKE.get(c, c) for c in pattern_codes if c.startswith(fam)}
+        theirs = {_CONFLICT_ALIKE.get(c, c) for c in query_codes if c.startswith(fam)}
         if mine and theirs and not mine & theirs:
             return True
     return False
@@ -307,6 +338,7 @@ class Unit:
     codes: set[str] = field(default_factory=set)
     plain: bool = False  # no error word and no code
     role: str = ""  # report events: "culprit" (on the top node), "symptom" (victims' echo) or ""
+    first: bool = False  # where the top node's trouble began (``_first_trouble``)
 
 
 def _informative(text: str) -> bool:
@@ -316,12 +348,20 @@ def _informative(text: str) -> bool:
 
 
 def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[Unit]:
-    """Texts to match from report events (template plus up to two example lines each)."""
+    """Texts to match from report events (template plus up to two example lines each).
+
+    The report's first ``max_events`` events, and the culprit's first trouble wherever the
+    report ranks it (``_first_trouble``): after one node fails, its peers' timeouts are
+    louder and outrank its own first line, but what went wrong is said where the failing
+    node's trouble began, so that line is matched even when it ranks below the cut."""
+    events = [ev for ev in events if isinstance(ev, dict)]
+    top = _top_node(events[:max_events])
+    first = _first_trouble(events, top) if FIRST_TROUBLE else set()
     units: list[Unit] = []
     seen: set[str] = set()
-    events = [ev for ev in list(events)[:max_events] if isinstance(ev, dict)]
-    top = _top_node(events)
     for i, ev in enumerate(events):
+        if i >= max_events and i not in first:
+            continue
         role = _role(ev, top)
         texts = [str(ev.get("template") or "")]
         for ex in (ev.get("examples") or [])[:2]:
@@ -342,8 +382,37 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
                     same.text = t
                 continue
             seen.add(masked)
-            units.append(Unit(i, ev.get("event_id"), t, masked, role=role))
+            units.append(Unit(min(i, max_events), ev.get("event_id"), t, masked, role=role,
+                              first=i in first))
     return units
+
+
+def _first_trouble(events: list[dict], top: str | None) -> set[int]:
+    """Indices of the events where the top node's trouble began: in each of its log files,
+    the ``FIRST_EVENTS`` earliest lines (by position, which is time within one file) of
+    events it printed whose text reads like trouble.  Lines before them on that node were
+    normal or are not in the report; lines long after may be its reaction to its own fault
+    or echoes of its peers'.  More than one, because the first line of a Python traceback
+    that reads like trouble is often a frame ("raise exception") and the statement of the
+    fault comes a few lines later.  Empty when the report names no node or the events
+    carry no positions."""
+    if top is None:
+        return set()
+    by_file: dict[str, dict[int, int]] = {}  # file -> event index -> its earliest line there
+    for i, ev in enumerate(events):
+        if ev.get("symptom"):
+            continue
+        text = str(ev.get("template") or "")
+        if not (_ERRORISH.search(text) or extract_codes(text)):
+            continue
+        for ex in ev.get("examples") or []:
+            if not (isinstance(ex, dict) and str(ex.get("node")) == top):
+                continue
+            line, lines = ex.get("line"), by_file.setdefault(str(ex.get("file") or ""), {})
+            if isinstance(line, int) and line < lines.get(i, line + 1):
+                lines[i] = line
+    return {i for lines in by_file.values()
+            for i in sorted(lines, key=lines.__getitem__)[:FIRST_EVENTS]}
 
 
 def _top_node(events: list[dict]) -> str | None:
@@ -510,6 +579,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         u.plain = not u.codes and not _ERRORISH.search(u.text)
     sims, vecs = _similarities(units, kb, exclude)
     query_codes: set[str] = set().union(*(u.codes for u in units))
+    conflict_codes = query_codes.union(*(stated_reasons(u.text) for u in units))
     idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
     query_tokens: frozenset[str] = frozenset()
     if RARE_WEIGHT > 0:
@@ -565,7 +635,7 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 break
         if p.requires_code and code_miss == 1.0:
             continue
-        contradicted = CONFLICT_FACTOR < 1.0 and _conflicts(p.codes, query_codes)
+        contradicted = CONFLICT_FACTOR < 1.0 and _conflicts(p.codes, conflict_codes)
         if contradicted:
             tmpl_hit = None
         if tmpl_hit:
@@ -598,6 +668,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             relevance[qi] += EXCEPTION_RELEVANCE
         # the culprit's own lines decide the job's category, not the victims' timeouts
         relevance[qi] += ROLE_RELEVANCE.get(u.role, 0.0)
+        if u.first and line_kind[qi] != "symptom":  # unless the library calls it an echo
+            relevance[qi] += FIRST_RELEVANCE
         # a line that reads most like an echo the library itself calls a symptom (a
         # collective timeout, an agent shutting workers down) says little about the owner
         if line_kind[qi] == "symptom":
@@ -668,6 +740,11 @@ CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the catego
 # (Only differences matter: when every line is an echo, e.g. a culprit that hung silently,
 # all shift alike and the vote is unchanged.)
 ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
+# Where the top node's trouble began (its earliest trouble line in the report) says what
+# went wrong; what it printed after may be its reaction or its peers' echo.
+FIRST_TROUBLE = True
+FIRST_RELEVANCE = 0.6
+FIRST_EVENTS = 1  # the top node's earliest trouble events per log file
 ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less (tried -0.3: -1 job)
 SYMPTOM_KIND_VOTE = 0.5  # a suggested pattern of kind "symptom" votes this much for its category
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
