@@ -96,6 +96,7 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(r"NPU out of memory", re.I), "NPU_OOM"),
     (re.compile(r"uncorrectable ECC error", re.I), "CUDA_ECC_UNCORRECTABLE"),
     (re.compile(r"an illegal memory access was encountered", re.I), "CUDA_ILLEGAL_ADDRESS"),
+    (re.compile(r"unspecified launch failure", re.I), "CUDA_LAUNCH_FAILURE"),
     (re.compile(r"CUDA error: unknown error", re.I), "CUDA_UNKNOWN_ERROR"),
     (re.compile(r"device-side assert(?:ion)? triggered", re.I), "CUDA_DEVICE_ASSERT"),
     (re.compile(r"CUDA driver version is insufficient|driver version is insufficient", re.I), "CUDA_DRIVER_INSUFFICIENT"),

@@ -133,3 +133,12 @@ def test_invalid_usage_and_invalid_argument_do_not_contradict() -> None:
     assert not rootcause._conflicts({"ncclInvalidArgument"}, {"ncclInvalidUsage"})
     assert rootcause._conflicts({"ncclInvalidArgument"}, {"ncclSystemError"})
     assert not rootcause._conflicts({"ncclInvalidArgument"}, {"ncclSystemError", "ncclInvalidUsage"})
+
+
+def test_a_wrapped_launch_failure_is_the_launch_failure(kb: Path) -> None:
+    """CUDA's error name is exact evidence however the line wraps it: the watchdog's
+    wrapper reads like every NCCL failure to the embedding."""
+    line = ("[E0218 05:48:02.164272439 ProcessGroupNCCL.cpp:1515] [PG 0 Rank 345] Process group watchdog "
+            "thread terminated with exception: CUDA error: unspecified launch failure")
+    assert rootcause.extract_codes(line) == {"CUDA_LAUNCH_FAILURE"}
+    assert rootcause.match_lines([line], kb=kb)[0]["pattern_id"] == "cuda-unspecified-launch-failure"
