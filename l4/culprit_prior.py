@@ -14,6 +14,12 @@ as often a missing rendezvous peer or a scheduler's doing.
 So such a diagnosis multiplies the hardware probability by ``SILENT_HARDWARE_ODDS``
 (product of experts; renormalised, order re-sorted).  A culprit whose own error says
 what went wrong (``specific`` at or above ``SILENT_BELOW``) is left to the classifier.
+
+The evaluation loop is the other way round: the same nodes had run the training loop's
+collectives without trouble, and what differs in evaluation is its own code and data, so
+a node that goes quiet there and leaves the others waiting points to the user (ranks that
+run out of evaluation batches at different steps are the classic case):
+``SILENT_EVAL_USER_ODDS``, the same size as the hardware odds for want of fleet figures.
 """
 
 from __future__ import annotations
@@ -24,10 +30,17 @@ from collections.abc import Sequence
 SILENT_BELOW = 0.35
 #: prior odds of hardware for a silent culprit in the training loop
 SILENT_HARDWARE_ODDS = 3.0
+#: prior odds of the user for a silent culprit in the evaluation loop: the same nodes ran the
+#: training loop's collectives without trouble, and what differs in evaluation is its own
+#: code and data (ranks that run out of evaluation batches at different steps and leave the
+#: others waiting in a collective are the classic case)
+SILENT_EVAL_USER_ODDS = 3.0
 #: the structural evidence that singled the node out without a line of its own
 STRUCTURAL = ("missing_symptom", "stopped_first", "first_to_stop", "slowed_first", "named",
               "named_by_peers", "odd_measurements")
-LOOP = ("training",)
+LOOP = ("training", "evaluation")
+#: which team a silent culprit's stage points to, and by how much
+SILENT_ODDS = {"training": ("hardware", SILENT_HARDWARE_ODDS), "evaluation": ("user", SILENT_EVAL_USER_ODDS)}
 
 
 def silent_culprit(report: dict) -> bool:
@@ -51,9 +64,10 @@ def apply_prior(categories: Sequence[dict], report: dict) -> list[dict]:
     cats = [dict(c) for c in categories]
     if not cats or not silent_culprit(report):
         return cats
+    team, odds = SILENT_ODDS[report["stage"]]
     for c in cats:
-        if c.get("category") == "hardware":
-            c["confidence"] = float(c["confidence"]) * SILENT_HARDWARE_ODDS
+        if c.get("category") == team:
+            c["confidence"] = float(c["confidence"]) * odds
     total = sum(float(c["confidence"]) for c in cats) or 1.0
     for c in cats:  # as l4.category.predict: never exactly 0 or 1
         c["confidence"] = round(min(max(float(c["confidence"]) / total, 1e-4), 0.9999), 4)

@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from l4.culprit_prior import SILENT_HARDWARE_ODDS, apply_prior, silent_culprit
+from l4.culprit_prior import SILENT_EVAL_USER_ODDS, SILENT_HARDWARE_ODDS, apply_prior, silent_culprit
 from l4.pipeline import attach_root_causes
 
 CATS = [{"category": "platform", "confidence": 0.5}, {"category": "hardware", "confidence": 0.25},
@@ -43,6 +43,18 @@ def test_the_prior_moves_hardware_up_by_its_odds_and_renormalises():
     assert abs(conf["hardware"] / conf["platform"] - SILENT_HARDWARE_ODDS * 0.25 / 0.5) < 0.01
     assert abs(sum(conf.values()) - 1.0) < 1e-3
     assert apply_prior(CATS, _report("training", specific=0.8, stopped_first=1.0)) == CATS
+
+
+def test_a_quiet_node_in_evaluation_points_to_the_evaluation_code():
+    """The same nodes ran the training collectives without trouble; a node that leaves the
+    others waiting in evaluation is most often evaluation code or data (uneven batches)."""
+    report = _report("evaluation", specific=0.05, stopped_first=1.0)
+    assert silent_culprit(report)
+    out = apply_prior(CATS, report)
+    conf = {c["category"]: c["confidence"] for c in out}
+    assert abs(conf["user"] / conf["platform"] - SILENT_EVAL_USER_ODDS * 0.1 / 0.5) < 0.01
+    assert abs(conf["hardware"] / conf["platform"] - 0.25 / 0.5) < 0.01  # no hardware odds here
+    assert apply_prior(CATS, _report("evaluation", specific=0.9, stopped_first=1.0)) == CATS
 
 
 @given(st.lists(st.floats(0.001, 1.0), min_size=4, max_size=4), st.sampled_from(
