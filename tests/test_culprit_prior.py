@@ -8,7 +8,12 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from l4.culprit_prior import SILENT_EVAL_USER_ODDS, SILENT_HARDWARE_ODDS, apply_prior, silent_culprit
+from l4.culprit_prior import (
+    SILENT_EVAL_USER_ODDS,
+    SILENT_HARDWARE_ODDS,
+    apply_prior,
+    silent_culprit,
+)
 from l4.pipeline import attach_root_causes
 
 CATS = [{"category": "platform", "confidence": 0.5}, {"category": "hardware", "confidence": 0.25},
