@@ -16,6 +16,7 @@ from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.phases import Timeline
 from l4.profiles import choose_profile
+from l4.seqstep import steps_at_failure
 from l4.spatial import NodeScore
 from l4.stage import LOOP, event_stages, failure_stage
 from l4.stepclock import at_failure
@@ -23,6 +24,11 @@ from l4.stepclock import at_failure
 #: the estimated step in progress ranks right after the interval the job would print
 #: (5.0), before a slow spell that did not last (4.5) and the neighbouring intervals
 EXACT_SCORE = 4.9
+#: the middle of that interval when neither clocks nor collectives date the failure: after
+#: the interval's ends (the step just printed, 0.6) and before the next interval (0.5)
+MID_SCORE = 0.55
+#: ... for intervals long enough that the ends leave steps uncovered
+MID_MIN_STEP = 4
 
 
 @dataclass
@@ -76,7 +82,14 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             # the step itself, next to the interval the job would have printed it in (an
             # evaluation or save runs between steps: the time since says nothing of steps)
             exact = at_failure(job, cross, counter, r, point, current)
-            if exact is not None and int(exact) not in scores:
-                scores[int(exact)] = EXACT_SCORE
+            # where the clocks cannot tell, the collective the ranks were in counts steps
+            found = [int(exact)] if exact is not None else steps_at_failure(
+                job, cross, current, counter.step)
+            for it in found:
+                scores.setdefault(it, EXACT_SCORE)
+            if not found and current is not None and counter.step >= MID_MIN_STEP:
+                # nothing tells which step of the interval it was: its middle is the
+                # expected one, listed after the interval's ends
+                scores.setdefault(int(current - counter.step // 2), MID_SCORE)
         result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     return result
