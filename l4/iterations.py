@@ -75,7 +75,11 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
             printed[i] = (lines, dur)
             firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
             if np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
-                clocks[i] = np.cumsum(np.nan_to_num(dur, nan=0.0))
+                # lines that state no duration (a second wording of the counter line, one
+                # whose duration the scanner could not read) took a typical step's time:
+                # counting them as instant would read as a slowdown where the wording
+                # changed
+                clocks[i] = np.cumsum(np.where(np.isnan(dur), np.nanmedian(dur), dur))
     steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
     return Counter(marker, cols, tracks, step, clocks, firsts, printed)

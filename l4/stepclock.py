@@ -154,7 +154,7 @@ def _from_anchor(job: ParsedJob, counter: Counter, i: int, t_f: float, offset: f
         return None
     last = float(done[-1])
     est = n_a + math.floor((t_f - t_a) / per_step) + 1
-    if not last - counter.step < est <= last + 2 * counter.step:
+    if not last - counter.step < est <= last + counter.step + 1:
         return None
     return float(min(max(est, last + 1), last + counter.step))
 
@@ -176,4 +176,8 @@ def _extrapolate(counter: Counter, i: int, t_f: float, offset: float,
     per_step = float(np.median(dt[good] / dn[good]))
     last = float(n[-1])
     est = last + math.floor((t_f - float(t[-1])) / per_step) + 1
+    if est > last + counter.step + 1:
+        # more steps than the job would have printed: the failure came later than a step
+        # (it waited on something first), so the time says nothing of which step
+        return None
     return float(min(max(est, last + 1), last + counter.step))
