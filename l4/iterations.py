@@ -24,7 +24,7 @@ from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.profiles import Profile
-from l4.scan import unwrap_counts
+from l4.scan import RATE, unwrap_counts
 
 WINDOW = 10
 
@@ -72,7 +72,10 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
         if any(c in mk for c in cols):
             pos, num, ts, dur, lines = _joined([mk[c] for c in cols if c in mk])
             tracks[i] = (pos, num, ts)
-            printed[i] = (lines, dur)
+            # a speed stands in for the step's duration in no known unit: it shows a slow
+            # step, but is no number of seconds to count steps by (``l4.stepclock``)
+            rate = any(c in mk and (mk[c].duration_field or (0, 0.0))[1] == RATE for c in cols)
+            printed[i] = (lines, np.full(len(dur), np.nan) if rate else dur)
             firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
             if np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
                 # lines that state no duration (a second wording of the counter line, one

@@ -102,11 +102,30 @@ _DURATION_WORD = re.compile(r"(?:time|timing|elapsed|took|dt|duration|latency)[^
 _DURATION_UNIT = re.compile(r"(?:\.\d+)?\s?(ms|s|sec|secs|seconds)\b")  # "1565.7ms": 1565 is free-standing
 
 
+#: a number that measures speed, the step's duration upside down: after a rate word
+#: ("CurrSamplesPerSec=150.9", "throughput: 312.5") or followed by a rate unit ("4.21it/s",
+#: "5120 tokens/s")
+_RATE_WORD = re.compile(r"(?:per_?sec(?:ond)?|/s(?:ec)?|throughput)[^0-9|,;]{0,4}$", re.I)
+_RATE_UNIT = re.compile(r"(?:\.\d+)?\s?(?:it|its|samples?|tokens?|toks?|seqs?|sequences|imgs?|images)"
+                        r"\s?/\s?s(?:ec)?\b", re.I)
+_AVERAGED = re.compile(r"(?:avg|average|mean|running)[^0-9|,;]*$", re.I)
+
+#: the unit of a rate field: its durations are 1/value, in no known unit (``to_duration``)
+RATE = -1.0
+
+
 def duration_field(text: str, counting: int) -> tuple[int, float] | None:
     """(index, seconds per unit) of the number in an iteration line that says how long the
     step took, or ``None``.  Training scripts print it on the progress line whatever their
-    format; without a clock on the line it is the only measure of a slow step."""
+    format; without a clock on the line it is the only measure of a slow step.
+
+    Where the line states no duration but a speed (samples, tokens or iterations per
+    second), the speed stands in: its inverse is proportional to the step's duration,
+    which is all a slowdown needs, so the unit is ``RATE`` (durations in no known unit,
+    never read as seconds).  A running average is the last resort: it hides the step that
+    turned slow."""
     _, spans = number_spans(text)
+    rates: list[tuple[bool, int]] = []
     for k, (a, b) in enumerate(spans):
         if k == counting:
             continue
@@ -115,7 +134,35 @@ def duration_field(text: str, counting: int) -> tuple[int, float] | None:
         if unit or _DURATION_WORD.search(before):
             ms = (unit and unit.group(1) == "ms") or "(ms)" in before or "ms" in before[-6:]
             return k, 0.001 if ms else 1.0
-    return None
+        if _RATE_UNIT.match(text, b) or _RATE_WORD.search(before):
+            rates.append((bool(_AVERAGED.search(before[-24:])), k))
+    return (min(rates)[1], RATE) if rates else None
+
+
+#: a progress bar's speed: iterations per second, or seconds per iteration once slower
+#: than one a second (tqdm switches between "4.21it/s" and "1.37s/it" as it goes)
+_ITS, _SIT = re.compile(rb"(?:\.\d+)?\s?its?/s"), re.compile(rb"(?:\.\d+)?\s?s/it")
+
+
+def _after(text: str, k: int) -> bytes:
+    """The few characters after the ``k``-th number of ``text`` (its unit, if any)."""
+    _, spans = number_spans(text)
+    return text[spans[k][1]:spans[k][1] + 10].encode() if k < len(spans) else b""
+
+
+def to_duration(value: float, unit: float, after: bytes = b"") -> float:
+    """A duration field's reading as a duration: seconds for a time unit, the inverse of a
+    speed for ``RATE`` (nan for a speed of zero).  ``after``: the text that follows the
+    number on its line, which decides where the line says which (a bar's "it/s" is
+    seconds per step upside down; its "s/it" is seconds)."""
+    if after:
+        if _ITS.match(after):
+            return 1.0 / value if value > 0 else math.nan
+        if _SIT.match(after):
+            return value
+    if unit == RATE:
+        return 1.0 / value if value > 0 else math.nan
+    return value * unit
 
 
 @dataclass
@@ -397,7 +444,8 @@ class _Scanner:
         durations = None
         if track.duration_field is not None:
             k, unit = track.duration_field
-            durations = [s[3][k] * unit if k < len(s[3]) else math.nan for s in samples]
+            durations = [to_duration(s[3][k], unit, _after(_decode(s[2]), k)) if k < len(s[3])
+                         else math.nan for s in samples]
         track.extend([s[0] for s in samples], [s[1] for s in samples],
                      [s[3][fs[0]] for s in samples], ts, durations)
         self.markers[sid] = track
@@ -471,7 +519,8 @@ class _Scanner:
             if durs is not None and ts_lay is None and track.duration_field[0] < len(spans):
                 # no clock on these lines: the step's own duration is the only measure
                 (a, b), unit = spans[track.duration_field[0]], track.duration_field[1]
-                durs[sel] = [_to_float(raw_lines[r][a:b]) * unit for r in rows.tolist()]
+                durs[sel] = [to_duration(_to_float(raw_lines[r][a:b]), unit, raw_lines[r][b:b + 10])
+                             for r in rows.tolist()]
             if ts_lay == "parse":
                 ts[sel] = [parse_ts(_decode(raw_lines[r][:200])) for r in rows.tolist()]
             elif ts_lay is not None:

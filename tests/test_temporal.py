@@ -176,8 +176,11 @@ def test_the_step_in_progress_is_read_from_the_time_since_the_last_logged_one():
                                  step=10.0)
     t_f = float(ts[-1] + 19.9)
     assert stepclock.step_in_progress(counter, 0, t_f, 320.0) == 315.0
-    # long after (a hang that timed out): no further than the interval's end
-    assert stepclock.step_in_progress(counter, 0, float(ts[-1] + 1800), 320.0) == 320.0
+    # long after (a hang that timed out): more steps than the interval holds, so the time
+    # says nothing of which step it was (the interval's end is already the first answer)
+    assert stepclock.step_in_progress(counter, 0, float(ts[-1] + 1800), 320.0) is None
+    # just past the interval's end (clocks a second apart): the end
+    assert stepclock.step_in_progress(counter, 0, float(ts[-1] + 4.2 * 10.5), 320.0) == 320.0
     # without a clock on the failure, or logged every step, nothing to add
     assert stepclock.step_in_progress(counter, 0, float("nan"), 320.0) is None
     every = iterations.Counter(marker=0, cols=[0], tracks={0: (np.arange(len(nums)), nums, ts)},
