@@ -139,6 +139,11 @@ def duration_field(text: str, counting: int) -> tuple[int, float] | None:
     return (min(rates)[1], RATE) if rates else None
 
 
+#: a line whose time is a field it reports, not when it was printed: torchrun's failure
+#: summary ("  time      : 2026-12-04_11:17:40", when the first worker failed, in whole
+#: seconds) is printed last and would date the node's end before its own last lines
+_STATED_TIME = re.compile(r"^\s*(?:\[\d+\]:\s*)?(?:time|timestamp|date)\s*[:=]\s", re.I)
+
 #: a progress bar's speed: iterations per second, or seconds per iteration once slower
 #: than one a second (tqdm switches between "4.21it/s" and "1.37s/it" as it goes)
 _ITS, _SIT = re.compile(rb"(?:\.\d+)?\s?its?/s"), re.compile(rb"(?:\.\d+)?\s?s/it")
@@ -378,7 +383,10 @@ class _Scanner:
                 self.last_text = text[:2000]
                 break
         for raw in reversed(tail):
-            ts = parse_ts(_decode(raw))
+            text = _decode(raw)
+            if _STATED_TIME.match(text):
+                continue
+            ts = parse_ts(text)
             if not math.isnan(ts):
                 self.last_ts_node = ts
                 break

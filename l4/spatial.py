@@ -276,10 +276,12 @@ def first_to_stop(job: ParsedJob, last: np.ndarray | None = None) -> np.ndarray:
     first, rest = int(order[0]), order[1:][ok[order[1:]]]
     others = last[rest]
     # the pack's spread: its median deviation, or half its middle half where many ends
-    # share one whole second (whole-second clocks make the median deviation 0)
+    # share one whole second (whole-second clocks make the median deviation 0); not both,
+    # as one straggler of three (a launcher that lost the store a second later) would
+    # widen the middle half of a pack that stopped within milliseconds
     q1, q3 = np.percentile(others, [25, 75])
-    spread = max(float(np.median(np.abs(others - np.median(others)))), float(q3 - q1) / 2,
-                 END_BLUR_S)
+    mad = float(np.median(np.abs(others - np.median(others))))
+    spread = max(mad if mad > 0 else float(q3 - q1) / 2, END_BLUR_S)
     gap = float(others.min() - last[first])
     if gap >= max(1.0, FIRST_LEAD * spread):
         out[first] = 1.0

@@ -117,6 +117,10 @@ def test_a_lead_within_a_whole_second_pack_s_spread_is_no_first_stop():
     assert not first_to_stop(None, ragged).any()
     together = np.array([100.0, 104.0, 104.0, 104.0])
     assert first_to_stop(None, together).tolist() == [1.0, 0.0, 0.0, 0.0]
+    # a pack that stopped within milliseconds, but for one launcher that lost the
+    # rendezvous store a second later: the node 2 s ahead of it still stopped first
+    store = np.array([0.0, 2.074, 3.076, 2.054])
+    assert first_to_stop(None, store).tolist() == [1.0, 0.0, 0.0, 0.0]
 
 
 def _startup_failure_log(k: int, *, culprit: bool, skew: float) -> str:

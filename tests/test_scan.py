@@ -3,6 +3,7 @@
 import random
 
 import numpy as np
+import pytest
 
 from l4.ingest import NodeFile
 from l4.parse import plain_drain3_templates
@@ -201,3 +202,24 @@ def test_a_bar_with_the_global_step_counts_the_global_step():
     assert step_field(rows) == (3, 5)
     # without a global count the bar's own count (the first field) still counts
     assert step_field([[p, 925, p - 1] for p in (90, 95, 100, 105, 110)]) == (0, 5)
+
+
+def test_a_time_the_line_reports_does_not_date_the_nodes_last_line(tmp_path):
+    """torchrun's failure summary comes last and states when the first worker failed, in
+    whole seconds ("time : 2026-12-04_11:17:40"); the node's log ended with the line
+    printed at 11:17:42.782 before it, not at the failure it reports."""
+    text = ("[default0]:2026-12-04 11:17:40,512 INFO train: [Epoch 2][Batch 32] loss: 0.47\n"
+            "E1204 11:17:42.782000 14688 torch/distributed/elastic/multiprocessing/api.py:1002]"
+            " failed (exitcode: 1) local_rank: 0 (pid: 14714) of binary: python\n"
+            "Root Cause (first observed failure):\n"
+            "[0]:\n"
+            "  time      : 2026-12-04_11:17:40\n"
+            "  host      : dgx2-01\n"
+            "  rank      : 3 (local_rank: 0)\n"
+            "  exitcode  : 1 (pid: 14714)\n")
+    path = tmp_path / "n.log"
+    path.write_text(text)
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    # the glog line (no year: placed in the job's year when the job is merged)
+    assert scan.node_last_ts < 10**9
+    assert scan.node_last_ts % 86400 == pytest.approx(11 * 3600 + 17 * 60 + 42.782)
