@@ -64,7 +64,8 @@ def signed_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     printed = ~np.isnan(first) & (job.counts > 0)
     routine = ~cross.anomalous.any(axis=0)
     cols = np.nonzero(routine & (printed.sum(axis=0) >= max(3, SHARED * n)))[0]
-    sub = np.hstack([first[:, cols], step_times(job), collective_starts(job)])
+    sub = np.hstack([first[:, cols], step_times(job), collective_starts(job),
+                     broadcast_times(job)])
     if sub.shape[1] == 0:
         return out
     # a job that failed at start-up shares one line at most (the launcher's banner): a node
@@ -83,6 +84,23 @@ def signed_offsets(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         if float(np.median(np.abs(d - off))) <= max(MIN_OFFSET_S, 0.2 * abs(off)):
             out[i] = off
     return out
+
+
+#: a line the scheduler makes every node print at one moment, even after a failure: Slurm
+#: cancels a step or job on all its nodes at once, and each node's slurmstepd states when
+#: ("*** STEP 6439828.0 ON host CANCELLED AT 2024-07-28T13:59:07 ***")
+_BROADCAST = re.compile(r"\*\*\* (?:STEP|JOB) \S+ ON \S+ CANCELLED AT ")
+
+
+def broadcast_times(job: ParsedJob) -> np.ndarray:
+    """(nodes, readings): when each node says the scheduler's cancel reached it, for each
+    such line most nodes printed (nan where a node did not: a node that had lost power).
+    The cancel follows the failure, but it reaches every node together, so unlike the
+    failure's echoes it reads the clocks, not the propagation."""
+    n = job.n_nodes
+    cols = [c for c, t in enumerate(job.templates) if "CANCELLED AT" in t and _BROADCAST.search(t)]
+    cols = [c for c in cols if int((~np.isnan(job.first_ts[:, c])).sum()) >= max(3, SHARED * n)]
+    return job.first_ts[:, cols] if cols else np.zeros((n, 0))
 
 
 def step_times(job: ParsedJob) -> np.ndarray:
