@@ -23,6 +23,7 @@ inside it.
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter as Tally
 
@@ -79,10 +80,12 @@ def steps_from_sequence(seq: int, current: float, step: float) -> list[int]:
     if seq < 2 or step <= 1 or lo < 1:
         return []
     n = seq - 1
+    # walk the interval's steps, not the counts per step: a step f fits when some whole
+    # k has n // k == f, i.e. n // f > n // (f + 1); the interval is short, while the
+    # counts per step that land in it can be hundreds of thousands early in a long job
     fits: list[int] = []
-    for k in range(max(1, int(n // (hi + 1))), int(n // lo) + 2):
-        f = n // k
-        if lo <= f <= hi:
+    for f in range(math.floor(hi), math.ceil(lo) - 1, -1):
+        if n // f > n // (f + 1):
             fits.append(int(min(max(f, current - step + 1), current)))
     fits = list(dict.fromkeys(fits))
     return fits if 0 < len(fits) <= MAX_FITS else []
