@@ -68,6 +68,10 @@ def _host_or_address(m: re.Match[str]) -> str:
 #: a progress bar's "[elapsed<remaining": clocks, not numbers a counter could be read from
 _BAR_CLOCKS_RE = re.compile(r"\[(?:\d+:)?\d{1,2}:\d\d<(?:(?:\d+:)?\d{1,2}:\d\d\b|\?)")
 _GLOG_TS_RE = re.compile(r"\[([IWEF])\d{3,4} \d\d:\d\d:\d\d(?:\.\d+)?")
+#: a word that says the clock after it is a span of time, not a time of day
+_TIMEDELTA_RE = re.compile(
+    r"(?i)(\b(?:time|elapsed|remaining|eta|left|took|duration|uptime|runtime)\b[^0-9|,;\n]{0,16}?)"
+    r"(?<![\w\-:])(?:\d+ days?, )?\d{1,2}:\d\d:\d\d(?:[.,]\d+)?\b")
 _ISO_TS_RE = re.compile(r"\d{4}-\d\d-\d\d[T \-_]?\d\d:\d\d:\d\d(?:[.,:]\d+)*(?:Z|[+-]\d\d:?\d\d)?")
 
 #: (pattern, replacement, a substring the pattern cannot match without: skip it when absent)
@@ -85,6 +89,11 @@ _RULES: list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str], str | 
     (_ISO_TS_RE, "<TS>", "-"),
     (re.compile(rf"\b(?:{_WEEKDAY},? +)?{_MONTH} +\d{{1,2}},? +(?:\d{{4}} +)?\d\d:\d\d:\d\d"
                 r"(?:[.,]\d+)?(?: +[A-Z]{3,4}(?![\w]))?(?: +\d{4}\b)?"), "<TS>", ":"),
+    # a span of time printed as Python prints a timedelta ("remaining time: 1 day, 7:03:17",
+    # "elapsed 9:59:58" and later "elapsed 10:00:03"): one value, whatever its hours; else
+    # the hours' digit count and the days split a counter line into interleaved shapes
+    # (H:MM:SS for one-digit hours, a clock for two), and neither shape counts its steps
+    (_TIMEDELTA_RE, r"\1<DUR>", ":"),
     (re.compile(r"(?<![\w\-:])\d\d:\d\d:\d\d(?:[.,]\d+)?\b"), "<TS>", ":"),
     # file system paths with at least two components (URL paths after a method too); before
     # the host and hex rules, so a path is one value whatever its components look like

@@ -24,6 +24,14 @@ def test_masks_training_log_variables():
     assert "via <ADDR> file <PATH>" in masked and "<SHAPE>" in masked and "on <HOST>" in masked
 
 
+def test_a_span_of_time_is_one_value_whatever_its_hours_and_days():
+    # Python's timedelta: "1 day, 7:03:17", "23:48:01" and "9:51:51" of one estimate
+    shapes = {mask_line(f"iter 5 | remaining time: {t}")
+              for t in ("2 days, 15:32:29", "1 day, 7:03:17", "23:48:01", "9:51:51")}
+    assert shapes == {"iter <*> | remaining time: <DUR>"}
+    # a clock with no word that makes it a span stays a time of day
+    assert mask_line("12:01:02 INFO hello") == "<TS> INFO hello"
+
 def test_prefixes_are_not_part_of_the_message():
     msg = "RuntimeError: CUDA error: an illegal memory access was encountered"
     variants = [msg, f"[rank7]: {msg}", f"[default3]:{msg}", f"12: {msg}",

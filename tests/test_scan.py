@@ -1,5 +1,6 @@
 """The fast scan must mean the same as feeding every line to drain3, and find step counters."""
 
+import datetime
 import random
 
 import numpy as np
@@ -165,6 +166,23 @@ def test_a_progress_bar_whose_clocks_change_form_keeps_counting_steps(tmp_path):
     scan = scan_node_file(NodeFile("n", path, "n.log"))
     seen = sorted(v for t in scan.markers.values() for v in t.numbers.tolist())
     assert seen == list(range(20, 3000, 20))
+
+
+def test_a_counter_whose_remaining_time_crosses_hours_and_days_keeps_counting(tmp_path):
+    # Python prints a timedelta as "1 day, 7:03:17", later "23:48:01" and "9:51:51": the
+    # days and the hours' digit count change as the estimate runs down, and a counter
+    # line that carries it must stay one shape with every step on it
+    steps = range(100, 15000, 100)
+    rows = []
+    for k in steps:
+        left = datetime.timedelta(seconds=int(2.9 * (15000 - k) * 4))
+        rows.append(f"Epoch 1 | iter {4 * k} step {k} | loss train: 2.861, val: 2.998 | "
+                    f"iter time: 2794.09 ms (step) remaining time: {left}")
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    seen = sorted(v for t in scan.markers.values() for v in t.numbers.tolist())
+    assert seen == list(steps)
 
 
 def test_a_bar_whose_percentage_skips_counts_its_steps():
