@@ -40,7 +40,11 @@ _CAUSE = re.compile(
 # The last line of a Python traceback names the exception and what went wrong
 # ("ValueError: ...", "torch.distributed.DistStoreError: ..."); CamelCase class names are
 # no words to the patterns above ("\berror\b" does not match "RuntimeError").
-_EXCEPTION = re.compile(r"^(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?")
+_EXCEPTION = re.compile(r"^(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?"
+                        # a class of a module's exceptions, whatever its name ends with
+                        # ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"):
+                        # a qualified CamelCase name that starts a line and a colon after it
+                        r"|^(?:[a-z_]\w*\.)+(?:exc|exceptions?|errors?)\.[A-Z][A-Za-z0-9]+:")
 # "Traceback (most recent call last):" only says that an exception follows; the exception
 # line after its frames says which.  It counts as trouble, but weakly.
 _TB_HEADER = re.compile(r"^\s*Traceback \(most recent call last\):\s*$")
