@@ -10,6 +10,7 @@ it (an AssertionError in a lowering) read like the user's bug.
 from __future__ import annotations
 
 import pytest
+
 from conftest import write_job
 from l4.engine import diagnose
 from l4.severity import severity
