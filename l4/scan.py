@@ -146,6 +146,7 @@ _STATED_TIME = re.compile(r"^\s*(?:\[\d+\]:\s*)?(?:time|timestamp|date)\s*[:=]\s
 
 #: a progress bar's speed: iterations per second, or seconds per iteration once slower
 #: than one a second (tqdm switches between "4.21it/s" and "1.37s/it" as it goes)
+_FRACTION = re.compile(rb"\.(\d+)")
 _ITS, _SIT = re.compile(rb"(?:\.\d+)?\s?its?/s"), re.compile(rb"(?:\.\d+)?\s?s/it")
 
 
@@ -159,8 +160,14 @@ def to_duration(value: float, unit: float, after: bytes = b"") -> float:
     """A duration field's reading as a duration: seconds for a time unit, the inverse of a
     speed for ``RATE`` (nan for a speed of zero).  ``after``: the text that follows the
     number on its line, which decides where the line says which (a bar's "it/s" is
-    seconds per step upside down; its "s/it" is seconds)."""
+    seconds per step upside down; its "s/it" is seconds).  A number glued to its unit
+    ("3.40s/it", "4.21it/s") is read by ``number_spans`` up to its decimal point; the
+    fraction is the start of ``after`` and is added back here."""
     if after:
+        frac = _FRACTION.match(after)
+        if frac and value == value and value == int(value):
+            value = value + math.copysign(float(b"0." + frac.group(1)), value)
+            after = after[frac.end():]
         if _ITS.match(after):
             return 1.0 / value if value > 0 else math.nan
         if _SIT.match(after):

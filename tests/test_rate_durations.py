@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from l4.scan import RATE, duration_field, to_duration
+from l4.ingest import NodeFile
+from l4.scan import RATE, duration_field, scan_node_file, to_duration
 from tests.bar_jobs import diagnose_three_nodes
 
 SLOW_FROM = 21
@@ -65,7 +66,22 @@ def test_which_number_measures_the_step(text, field):
 def test_a_bar_says_per_line_whether_it_counts_seconds_or_steps():
     assert to_duration(4.0, 1.0, b"it/s, ") == 0.25
     assert to_duration(1.37, RATE, b"s/it, ") == 1.37
-    assert to_duration(4.0, 1.0, b".21it/s, ") == 0.25  # "4.21it/s": the fraction is read apart
+    # "4.21it/s" and "3.40s/it": the number is read up to its point, its fraction comes after
+    assert to_duration(4.0, 1.0, b".21it/s, ") == pytest.approx(1 / 4.21)
+    assert to_duration(3.0, 1.0, b".40s/it, l") == pytest.approx(3.40)
+    assert to_duration(1565.0, 0.001, b".7ms |") == pytest.approx(1.5657)
     assert to_duration(150.0, RATE) == pytest.approx(1 / 150.0)
     assert math.isnan(to_duration(0.0, RATE))
     assert to_duration(136.0, 0.001) == pytest.approx(0.136)
+
+
+def test_a_bar_in_seconds_per_step_keeps_the_fraction(tmp_path):
+    # tqdm below one step a second prints "3.40s/it": 3.4 seconds, not 3
+    rows = [f"Epoch 0:  {k // 10:2d}%|#   | {k}/1000 [{k * 3 // 60:02d}:{k * 3 % 60:02d}<59:00, "
+            f"3.{40 + k % 7:02d}s/it, loss=1.2]" for k in range(10, 400, 10)]
+    path = tmp_path / "n.log"
+    path.write_text("\n".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    (track,) = [t for t in scan.markers.values() if t.numbers.size == len(rows)]
+    want = [3.40 + (k % 7) / 100 for k in range(10, 400, 10)]
+    assert track.durations.tolist() == pytest.approx(want)
