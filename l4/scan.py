@@ -144,9 +144,10 @@ def duration_field(text: str, counting: int) -> tuple[int, float] | None:
 #: seconds) is printed last and would date the node's end before its own last lines
 _STATED_TIME = re.compile(r"^\s*(?:\[\d+\]:\s*)?(?:time|timestamp|date)\s*[:=]\s", re.I)
 
+#: the decimals of a number glued to its unit, where the text after the number begins
+_FRACTION = re.compile(rb"\.(\d+)")
 #: a progress bar's speed: iterations per second, or seconds per iteration once slower
 #: than one a second (tqdm switches between "4.21it/s" and "1.37s/it" as it goes)
-_FRACTION = re.compile(rb"\.(\d+)")
 _ITS, _SIT = re.compile(rb"(?:\.\d+)?\s?its?/s"), re.compile(rb"(?:\.\d+)?\s?s/it")
 
 

@@ -43,7 +43,8 @@ _CAUSE = re.compile(
 _EXCEPTION = re.compile(r"^(?:[a-z_][\w]*\.)*[A-Z]\w*(?:Error|Exception|Exit|Interrupt)\b:?"
                         # a class of a module's exceptions, whatever its name ends with
                         # ("torch._dynamo.exc.BackendCompilerFailed: backend='inductor' raised:"):
-                        # a qualified CamelCase name that starts a line and a colon after it
+                        # a CamelCase class in a module's exc / exceptions / errors
+                        # namespace, at the start of a line, a colon after it
                         r"|^(?:[a-z_]\w*\.)+(?:exc|exceptions?|errors?)\.[A-Z][A-Za-z0-9]+:")
 # "Traceback (most recent call last):" only says that an exception follows; the exception
 # line after its frames says which.  It counts as trouble, but weakly.
