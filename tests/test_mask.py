@@ -32,6 +32,7 @@ def test_a_span_of_time_is_one_value_whatever_its_hours_and_days():
     # a clock with no word that makes it a span stays a time of day
     assert mask_line("12:01:02 INFO hello") == "<TS> INFO hello"
 
+
 def test_prefixes_are_not_part_of_the_message():
     msg = "RuntimeError: CUDA error: an illegal memory access was encountered"
     variants = [msg, f"[rank7]: {msg}", f"[default3]:{msg}", f"12: {msg}",
