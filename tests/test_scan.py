@@ -28,6 +28,13 @@ def _lines(seed: int, n: int) -> list[str]:
         h=rng.getrandbits(48)) for _ in range(n)]
 
 
+def _scan(tmp_path, text: str):
+    """Scan ``text`` as one node's log file."""
+    path = tmp_path / "n.log"
+    path.write_text(text)
+    return scan_node_file(NodeFile("n", path, "n.log"))
+
+
 def _groups(ids):
     """Partition of line indices induced by ids (names don't matter, grouping does)."""
     first = {}
@@ -56,9 +63,7 @@ def test_counts_lines_and_examples(tmp_path):
             "RuntimeError: boom 1\n"
             "\n"
             "RuntimeError: boom 22\n")
-    path = tmp_path / "n.log"
-    path.write_text(text)
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, text)
     assert scan.n_lines == 7 and scan.n_records == 4
     i = scan.shapes.index("RuntimeError: boom <*>")
     assert scan.counts[i] == 2 and scan.first_line[i] == 5 and scan.last_line[i] == 7
@@ -72,9 +77,7 @@ def test_finds_an_unknown_step_counter_with_its_numbers_and_times(tmp_path):
     for k in range(1, 301):
         rows.append(f"2024-05-01 12:{k // 60:02d}:{k % 60:02d} progress {k * 5} of 1500 ok")
         rows.append(f"2024-05-01 12:{k // 60:02d}:{k % 60:02d} loss {k % 7}.5 grad {k % 3}")
-    path = tmp_path / "n.log"
-    path.write_text("\n".join(rows) + "\n")
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, "\n".join(rows) + "\n")
     (sid, track), = scan.markers.items()
     assert scan.shapes[sid] == "progress <*> of <*> ok"
     assert track.numbers.dtype == np.float64 and track.numbers.ndim == 1
@@ -97,9 +100,7 @@ def test_a_counter_that_logs_its_first_step_and_then_every_nth_counts(tmp_path):
     rows = []
     for k in [1, *range(100, 3500, 100)]:
         rows += [f"[batch={k}/4539]:", f"\t Train time/batch: {k - 1}", f"\t Train loss: {k % 7}.25"]
-    path = tmp_path / "n.log"
-    path.write_text("\n".join(rows) + "\n")
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, "\n".join(rows) + "\n")
     counts = [t.numbers.tolist() for t in scan.markers.values()]
     assert [1.0, *map(float, range(100, 3500, 100))] in counts
 
@@ -161,9 +162,7 @@ def test_a_progress_bar_whose_clocks_change_form_keeps_counting_steps(tmp_path):
     rows = [f"{100 * k // total:3d}%|##        | {k}/{total} "
             f"[{_clock(3 * k)}<{_clock(36000 + rng.randint(-900, 900))},  2.85s/it]"
             for k in range(20, 3000, 20)]
-    path = tmp_path / "n.log"
-    path.write_text("\n".join(rows) + "\n")
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, "\n".join(rows) + "\n")
     seen = sorted(v for t in scan.markers.values() for v in t.numbers.tolist())
     assert seen == list(range(20, 3000, 20))
 
@@ -178,9 +177,7 @@ def test_a_counter_whose_remaining_time_crosses_hours_and_days_keeps_counting(tm
         left = datetime.timedelta(seconds=int(2.9 * (15000 - k) * 4))
         rows.append(f"Epoch 1 | iter {4 * k} step {k} | loss train: 2.861, val: 2.998 | "
                     f"iter time: 2794.09 ms (step) remaining time: {left}")
-    path = tmp_path / "n.log"
-    path.write_text("\n".join(rows) + "\n")
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, "\n".join(rows) + "\n")
     seen = sorted(v for t in scan.markers.values() for v in t.numbers.tolist())
     assert seen == list(steps)
 
@@ -205,9 +202,7 @@ def test_a_bar_keeps_its_steps_apart_from_another_bar_of_the_same_look(tmp_path)
         if k % 500 == 0:
             rows += [f"{5 * e:3d}%|#         | {e}/20 [{_clock(e // 2)}<{_clock((20 - e) // 2)},  "
                      "2.10it/s]" for e in range(0, 21, 4)]
-    path = tmp_path / "n.log"
-    path.write_text("\n".join(rows) + "\n")
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, "\n".join(rows) + "\n")
     tracks = [t.numbers.tolist() for t in scan.markers.values()]
     assert list(range(20, 3000, 20)) in tracks, [t[:5] for t in tracks]
 
@@ -235,9 +230,7 @@ def test_a_time_the_line_reports_does_not_date_the_nodes_last_line(tmp_path):
             "  host      : dgx2-01\n"
             "  rank      : 3 (local_rank: 0)\n"
             "  exitcode  : 1 (pid: 14714)\n")
-    path = tmp_path / "n.log"
-    path.write_text(text)
-    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    scan = _scan(tmp_path, text)
     # the glog line (no year: placed in the job's year when the job is merged)
     assert scan.node_last_ts < 10**9
     assert scan.node_last_ts % 86400 == pytest.approx(11 * 3600 + 17 * 60 + 42.782)
