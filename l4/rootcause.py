@@ -367,18 +367,21 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
     events = [ev for ev in events if isinstance(ev, dict)]
     top = _top_node(events[:max_events])
     first = _first_trouble(events, top) if FIRST_TROUBLE else set()
+    stated, wrappers = _stated_causes(events) if STATED_CAUSE else ({}, set())
     units: list[Unit] = []
     seen: set[str] = set()
     for i, ev in enumerate(events):
         if i >= max_events and i not in first:
             continue
-        role = _role(ev, top)
+        role = "wrapper" if i in wrappers and ev.get("symptom") is not True else _role(ev, top)
         texts = [str(ev.get("template") or "")]
         for ex in (ev.get("examples") or [])[:2]:
             if isinstance(ex, dict) and ex.get("text"):
                 texts.append(str(ex["text"]))
             elif isinstance(ex, str):
                 texts.append(ex)
+        if i in stated:  # "Last error:" alone says nothing; with the line it introduces, all
+            texts = [f"{_STATED_HEAD} {t}" for t in stated[i]]
         for t in texts:
             t = t.strip()[:1000]
             if not t or not _informative(t):
@@ -395,6 +398,47 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
             units.append(Unit(min(i, max_events), ev.get("event_id"), t, masked, role=role,
                               first=i in first))
     return units
+
+
+#: NCCL's errors as torch raises them end "<result>: <generic text>\nLast error:\n<what NCCL
+#: saw>"; the generic part ("Internal check failed", "unhandled system error") is the same
+#: for every cause, the line after "Last error:" is the one that says which.
+STATED_CAUSE = True
+_STATED_HEAD = "Last error:"
+_STATED = re.compile(r"(?:^|[\s:\]])Last error:\s*$")
+_WRAPPER_LINES = 2  # lines above "Last error:" that belong to the same message
+
+
+def _stated_causes(events: list[dict]) -> tuple[dict[int, list[str]], set[int]]:
+    """Who names whom inside one message: for each event that is a bare "Last error:",
+    the texts of the line right after it in the same file (template and example), and the
+    events printed on the ``_WRAPPER_LINES`` lines above it (the generic wrapper of that
+    message), by event index."""
+    at: dict[tuple[str, int], int] = {}
+    text_at: dict[tuple[str, int], str] = {}
+    for i, ev in enumerate(events):
+        for ex in ev.get("examples") or []:
+            if isinstance(ex, dict) and isinstance(ex.get("line"), int):
+                key = (f"{ex.get('node')}/{ex.get('file')}", ex["line"])
+                at.setdefault(key, i)
+                text_at.setdefault(key, str(ex.get("text") or ""))
+    stated: dict[int, list[str]] = {}
+    wrappers: set[int] = set()
+    for i, ev in enumerate(events):
+        if not _STATED.search(str(ev.get("template") or "").strip()):
+            continue
+        for ex in ev.get("examples") or []:
+            if not (isinstance(ex, dict) and isinstance(ex.get("line"), int)):
+                continue
+            where, line = f"{ex.get('node')}/{ex.get('file')}", ex["line"]
+            j = at.get((where, line + 1))
+            if j is None or j == i:
+                continue
+            texts = [str(events[j].get("template") or ""), text_at[(where, line + 1)]]
+            stated.setdefault(i, [t.strip() for t in texts if t.strip()])
+            wrappers.update(k for d in range(1, _WRAPPER_LINES + 1)
+                            if (k := at.get((where, line - d))) is not None and k != i)
+    return stated, wrappers - set(stated)
 
 
 def _first_trouble(events: list[dict], top: str | None) -> set[int]:
@@ -749,7 +793,7 @@ CODE_RELEVANCE = 0.10  # a line carrying an exact code weighs more in the catego
 # lines and read like platform trouble; these shift the vote to the culprit's lines.
 # (Only differences matter: when every line is an echo, e.g. a culprit that hung silently,
 # all shift alike and the vote is unchanged.)
-ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6}
+ROLE_RELEVANCE = {"culprit": 0.15, "symptom": -0.6, "wrapper": -0.6}
 # Where the top node's trouble began (its earliest trouble line in the report) says what
 # went wrong; what it printed after may be its reaction or its peers' echo.
 FIRST_TROUBLE = True
