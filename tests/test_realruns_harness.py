@@ -169,3 +169,21 @@ def test_the_generic_profile_ranks_markers_and_knows_its_resume_lines() -> None:
     generic = load_profiles()["generic"]
     assert generic.own_markers == 0 and generic.resume
     assert generic.marker_rank("iter <*>/<*> loss=<*>") in (0, 1)
+
+
+def test_override_forces_a_format_on_development_runs_only(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(make_runs, "OVERRIDES", {})
+    make_runs.main(["--set", "dev", "--list", "--case", "7", "--override", "log_format=bracket",
+                    "--override", "rpn=2", "--override", "faulthandler=false"])
+    line = capsys.readouterr().out
+    cfg, _ = make_runs.plan_case("dev", 7)
+    assert (cfg.log_format, cfg.rpn, cfg.faulthandler) == ("bracket", 2, False)
+    # its own configuration id: overridden runs never reuse the plan's baselines
+    assert "o-" in cfg.config_id and cfg.config_id in line
+    monkeypatch.setattr(make_runs, "OVERRIDES", {})
+    for bad in (["--set", "heldout", "--override", "rpn=2"], ["--set", "dev", "--override", "hosts=x"],
+                ["--set", "dev", "--override", "nosuchfield=1"]):
+        with pytest.raises(SystemExit):
+            make_runs.main([*bad, "--list"])
+        assert "--override" in capsys.readouterr().err

@@ -123,7 +123,23 @@ PROGRESS_FROM = 16
 MIXED_FROM = 28
 
 
+#: ``--override KEY=VALUE``: fields forced on every configuration (development only: to
+#: re-run the plan's faults in one format combination); the configuration id gets an "o"
+#: so the overridden runs keep baselines of their own
+OVERRIDES: dict[str, str] = {}
+
+
 def make_config(set_name: str, index: int) -> Config:
+    cfg = _plan_config(set_name, index)
+    if OVERRIDES:
+        for key, value in OVERRIDES.items():
+            kind = type(getattr(cfg, key))
+            setattr(cfg, key, value.lower() in ("1", "true", "yes") if kind is bool else kind(value))
+        cfg.config_id = f"rr-{set_name}-{index:02d}o-{cfg.n_nodes}x{cfg.rpn}"
+    return cfg
+
+
+def _plan_config(set_name: str, index: int) -> Config:
     cfg = _make_config(set_name, index)
     if PROGRESS_FROM <= index < MIXED_FROM:
         rng = random.Random(f"{set_name}-bar-{index}")
@@ -558,8 +574,18 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="check the generated cases under --out and exit")
     ap.add_argument("--retruth", action="store_true",
                     help="re-derive indicators and symptoms of existing cases from their logs (no runs)")
+    ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
+                    help="force a configuration field (launcher_view, rdzv, log_format, iter_format, "
+                         "words, rpn, ...) on every case; development runs only")
     args = ap.parse_args(argv)
     base = SETS[args.set]
+    for item in args.override:
+        key, sep, value = item.partition("=")
+        if not sep or key not in Config.__dataclass_fields__ or key in ("hosts", "extra", "config_id"):
+            ap.error(f"--override: expected FIELD=VALUE with a scalar Config field, got {item!r}")
+        OVERRIDES[key] = value
+    if OVERRIDES and args.set != "dev":
+        ap.error("--override is for development runs only")
     try:
         seeds = [int(c.removeprefix("case-")) for c in args.case] or list(range(base, base + args.cases))
     except ValueError:
