@@ -347,7 +347,8 @@ class Unit:
     norm: str = ""
     codes: set[str] = field(default_factory=set)
     plain: bool = False  # no error word and no code
-    role: str = ""  # report events: "culprit" (on the top node), "symptom" (victims' echo) or ""
+    role: str = ""  # report events: "culprit" (on the top node), "symptom" (victims' echo),
+    # "wrapper" (the generic lines of a message that states its cause below, ``_stated_causes``) or ""
     first: bool = False  # where the top node's trouble began (``_first_trouble``)
 
 
@@ -363,7 +364,9 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
     The report's first ``max_events`` events, and the culprit's first trouble wherever the
     report ranks it (``_first_trouble``): after one node fails, its peers' timeouts are
     louder and outrank its own first line, but what went wrong is said where the failing
-    node's trouble began, so that line is matched even when it ranks below the cut."""
+    node's trouble began, so that line is matched even when it ranks below the cut.  A
+    bare "Last error:" is matched together with the line after it (``_stated_causes``),
+    wherever the report ranks that line."""
     events = [ev for ev in events if isinstance(ev, dict)]
     top = _top_node(events[:max_events])
     first = _first_trouble(events, top) if FIRST_TROUBLE else set()
@@ -380,7 +383,7 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
                 texts.append(str(ex["text"]))
             elif isinstance(ex, str):
                 texts.append(ex)
-        if i in stated:  # "Last error:" alone says nothing; with the line it introduces, all
+        if i in stated:  # "Last error:" says nothing alone; it is read with the line it introduces
             texts = [f"{_STATED_HEAD} {t}" for t in stated[i]]
         for t in texts:
             t = t.strip()[:1000]
