@@ -24,11 +24,29 @@ from l4.stepclock import at_failure
 #: the estimated step in progress ranks right after the interval the job would print
 #: (5.0), before a slow spell that did not last (4.5) and the neighbouring intervals
 EXACT_SCORE = 4.9
-#: the middle of that interval when neither clocks nor collectives date the failure: after
-#: the interval's ends (the step just printed, 0.6) and before the next interval (0.5)
-MID_SCORE = 0.55
-#: ... for intervals long enough that the ends leave steps uncovered
+#: where neither clocks nor collectives date the failure, every step after the one just
+#: printed is as likely as the next: the interval's end is listed first (what the job would
+#: print), then the middles of the two halves of the steps it leaves (``spread_steps``),
+#: before the step just printed (0.6) and the next interval (0.5)
+SPREAD_SCORES = (0.62, 0.61)
+#: ... for intervals long enough that the end leaves steps uncovered
 MID_MIN_STEP = 4
+
+
+def spread_steps(end: float, step: float) -> tuple[int, int]:
+    """Two steps that, with the interval's ``end`` listed before them, leave the fewest steps
+    of the interval more than one away from a listed one.
+
+    A counter printed every ``step`` steps says only that the failure came after the step
+    just printed (``end - step``) and by ``end``; each step in between is as likely (the
+    step just printed had completed: frameworks print a step once it is done).  ``end``
+    and its neighbour are covered by the first answer; the others, ``end - step + 1`` to
+    ``end - 2``, are split in two halves and each half's middle is listed, so a top-3 with
+    a step's tolerance covers 8 of 10 steps (the interval's end and middle covered 6).
+    """
+    first, last = end - step + 1, end - 2
+    width = last - first
+    return int(round(first + width / 4)), int(round(first + 3 * width / 4))
 
 
 @dataclass
@@ -88,8 +106,8 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             for it in found:
                 scores.setdefault(it, EXACT_SCORE)
             if not found and current is not None and counter.step >= MID_MIN_STEP:
-                # nothing tells which step of the interval it was: its middle is the
-                # expected one, listed after the interval's ends
-                scores.setdefault(int(current - counter.step // 2), MID_SCORE)
+                # nothing tells which step of the interval it was
+                for it, sc in zip(spread_steps(current, counter.step), SPREAD_SCORES, strict=True):
+                    scores.setdefault(it, sc)
         result.iterations = sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))[:20]
     return result

@@ -15,6 +15,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from l4.seqstep import steps_from_sequence
+from l4.temporal import spread_steps
 from tests.bar_jobs import diagnose_three_nodes
 
 EVERY = 50
@@ -67,11 +68,26 @@ def test_the_collectives_count_the_step_that_the_clocks_cannot(tmp_path, monkeyp
 
 def test_without_a_named_collective_the_interval_is_all_there_is(tmp_path, monkeypatch):
     """The counterfactual: the same job whose peers name no collective cannot place the
-    step inside the interval; its middle is listed after the interval's ends."""
+    step inside the interval; the interval's end comes first, then two steps spread over
+    the rest of it (``spread_steps``), then the step just printed."""
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
     rep = diagnose_three_nodes(tmp_path, _writer(False))
     its = [i["iteration"] for i in rep["iterations"]]
-    assert its[:3] == [1350, 1300, 1325], its
+    assert its[:4] == [1350, 1313, 1336, 1300], its
+
+
+@given(end=st.integers(10, 10**6), step=st.integers(4, 500))
+def test_spread_steps_cover_the_interval_as_well_as_two_answers_can(end, step):
+    """With the interval's end listed first, the two spread steps lie inside the interval
+    and leave at most ``max(0, step - 8) + 2`` of its ``step`` steps more than one away
+    from a listed step (three steps each cover three; none can do better than that)."""
+    a, b = spread_steps(end, step)
+    assert end - step < a <= b < end
+    listed = (end, a, b)
+    missed = [s for s in range(end - step + 1, end + 1) if all(abs(s - x) > 1 for x in listed)]
+    assert len(missed) <= max(0, step - 8) + 2, (a, b, missed)
+    if step <= 8:
+        assert len(missed) <= 2
 
 
 @given(f=st.integers(2, 10**6), k=st.integers(1, 400), every=st.integers(2, 500),
