@@ -114,3 +114,31 @@ def test_one_count_per_step_fits_when_the_interval_is_narrow(f, k, every, j, ahe
 ])
 def test_steps_from_sequence_examples(seq, current, every, expected):
     assert steps_from_sequence(seq, current, every) == expected
+
+
+SPIKE_STEP = 400  # one slow step long before the failure, after which training went on
+
+
+def _spiky_writer():
+    inner = _writer(False)
+
+    def write(path: Path, failed: bool, role: str) -> None:
+        inner(path, failed, role)
+        if failed and path.stem == "node-0":
+            text = path.read_text().replace(
+                f"iteration {SPIKE_STEP}/{STEPS} | reduced_train_loss: 2.31 | train_step_timing in s: 3.0",
+                f"iteration {SPIKE_STEP}/{STEPS} | reduced_train_loss: 2.31 | train_step_timing in s: 41.0")
+            path.write_text(text)
+    return write
+
+
+def test_a_slow_step_long_before_the_crash_is_listed_after_the_crash_interval(tmp_path, monkeypatch):
+    """One step 14 times slower at step 400, then 900 steps of normal training, then a
+    crash in the interval 1301-1350: the crash's interval fills the first three answers
+    (the paper's 10-iteration window: a spike that ended 10 printed counts before the
+    failure did not bring the job down), and the slow step is still listed after them."""
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, _spiky_writer())
+    its = [i["iteration"] for i in rep["iterations"]]
+    assert its[:3] == [1350, 1313, 1336], its
+    assert SPIKE_STEP in its, its
