@@ -61,11 +61,64 @@ def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | Non
     last_normal = int(job.last_line[r, normal].max()) if normal.any() else 0
     span = max(int(job.n_lines[r]), 1)
     fresh = job.last_line[r] >= last_normal - max(8.0, 0.05 * span)
+    gap = max(8.0, 0.05 * max(len(job.seqs[r]), 1))
     for min_sev in (0.5, 1e-9, -1.0):
         anom = cross.anomalous[r] & (cross.severity >= min_sev) & fresh
         if anom.any():
             cols = np.nonzero(anom)[0]
-            pos = job.first_pos[r, cols]
-            j = int(cols[np.argmin(pos)])
-            return int(job.first_pos[r, j]), int(job.first_line[r, j]), float(job.first_ts[r, j])
+            worked = _Worked(job.seqs[r], normal)
+            starts = [_final_run_start(job, r, int(c), gap, worked) for c in cols]
+            k = int(np.argmin(starts))
+            j, p = int(cols[k]), starts[k]
+            if p == job.first_pos[r, j]:
+                return int(p), int(job.first_line[r, j]), float(job.first_ts[r, j])
+            line = _line_at(job, r, p, j)
+            return int(p), line, time_near(job, r, line)
     return int(len(job.seqs[r])), None, float(job.node_last_ts[r])
+
+
+class _Worked:
+    """Normal records of a node's log counted up to each position, computed on first use
+    (most onsets need none: their events came once, or all in one run)."""
+
+    def __init__(self, seq: np.ndarray, normal: np.ndarray) -> None:
+        self.seq, self.normal, self._cum = seq, normal, None
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        if self._cum is None:
+            self._cum = np.cumsum(self.normal[self.seq])
+        return self._cum[positions]
+
+
+def _final_run_start(job: ParsedJob, r: int, c: int, gap: float, worked: _Worked) -> int:
+    """Record position where the last run of event ``c`` on node ``r`` begins.
+
+    An event that also came once long before, and that the node then worked past normally
+    for ``gap`` records or more (DeepSpeed's occasional "OVERFLOW! Skipping step", a
+    transient NCCL warning), began its trouble where it came back for good, not at that
+    first sighting.  Occurrences with less normal work between them are one run: an
+    overflow every step until the loss scale bottoms out began with the first of them, and
+    an error echoed again in the teardown that followed it was not worked past."""
+    first = int(job.first_pos[r, c])
+    if job.counts[r, c] <= 1:
+        return first
+    occ = np.flatnonzero(job.seqs[r] == c)
+    if occ.size <= 1:
+        return first
+    breaks = np.flatnonzero(np.diff(worked.at(occ)) >= gap)
+    return int(occ[breaks[-1] + 1]) if breaks.size else first
+
+
+def _line_at(job: ParsedJob, r: int, pos: int, c: int) -> int:
+    """Line number of record ``pos`` of node ``r`` (an occurrence of event ``c`` after its
+    first), from the nearest event that first appeared at or before it: records are one
+    line or more, so that line plus the records in between, kept inside the lines event
+    ``c`` spans."""
+    fp, fl = job.first_pos[r], job.first_line[r]
+    ok = (fp >= 0) & (fp <= pos) & (fl > 0)
+    if ok.any():
+        k = int(np.argmax(np.where(ok, fp, -1)))
+        line = int(fl[k]) + (pos - int(fp[k]))
+    else:
+        line = int(job.first_line[r, c])
+    return int(min(max(line, int(job.first_line[r, c])), int(job.last_line[r, c])))
