@@ -54,7 +54,9 @@ def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | Non
 
     Unusual events that the node then worked normally long after (a benign start-up error
     this healthy run happened to print) are not the failure; when nothing else is left the
-    failure point is where the log ends (a silent crash or a hang).
+    failure point is where the log ends (a silent crash or a hang).  An event that came
+    once, was worked past, and came back for good begins the failure where it came back
+    (``_final_run_start``).
     """
     present = job.counts[r] > 0
     normal = present & ~cross.anomalous[r]

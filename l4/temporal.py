@@ -42,7 +42,8 @@ def spread_steps(end: float, step: float) -> tuple[int, int]:
     step just printed had completed: frameworks print a step once it is done).  ``end``
     and its neighbour are covered by the first answer; the others, ``end - step + 1`` to
     ``end - 2``, are split in two halves and each half's middle is listed, so a top-3 with
-    a step's tolerance covers 8 of 10 steps (the interval's end and middle covered 6).
+    a step's tolerance covers 8 of 10 steps (the interval's two ends and its middle
+    covered 6).
     """
     first, last = end - step + 1, end - 2
     width = last - first
