@@ -33,6 +33,8 @@ SIGMA = 3.0
 #: a spike that ended WINDOW printed counts before the failure is listed after the failure's
 #: interval and its neighbours (scores 5.0 .. 0.5): z / 4 times this is at most 0.3
 FAR_SPIKE_FACTOR = 0.1
+#: occurrences a line needs to stand in for the counter on a node that prints none
+PROXY_MIN = 5
 
 
 @dataclass
@@ -463,6 +465,14 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
     sustained = False
     for i in dict.fromkeys(focus):
         if i not in tracks:
+            # a node that prints no counter line can still print the same count in words
+            # of its own ("iter 2440 | 0.98 s/it" beside rank 0's progress bar): its own
+            # alarming lines are placed by that count
+            proxy = proxy_track(job, counter, i)
+            if proxy is not None:
+                began = _began(job, cross, i, proxy[0], proxy[1], alarming, unusual)
+                if began is not None and (current is None or began < current):
+                    bump(began, 5.5)
             continue
         tpos, tnum, _ = tracks[i]
         tts = counter.clock(i)
@@ -478,12 +488,7 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
                 bump(it, _spike(it, z, current, step))
         for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
             bump(it, _spike(it, z, current, step))
-        began = streak_onset(job.seqs[i], tpos, tnum, alarming)
-        if began is None:
-            # an alarming line the healthy runs print as often (NCCL's "GID table change",
-            # a WARN) is their weather, not a fault coming back
-            began = recurring_onset(job.seqs[i], tpos, tnum,
-                                    unusual & (cross.novel | cross.anomalous[i]))
+        began = _began(job, cross, i, tpos, tnum, alarming, unusual)
         if began is not None and (current is None or began < current):
             # every iteration since then said the same alarming thing (an fp16 overflow
             # each step until the loss scale bottoms out): that is where the fault began
@@ -498,6 +503,48 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
     for it in _periodic([it for it, sc in scores.items() if sc < 4.5], step):
         scores[it] *= 0.1
     return scores
+
+
+def _began(job: ParsedJob, cross: CrossJobResult, i: int, tpos: np.ndarray, tnum: np.ndarray,
+           alarming: np.ndarray, unusual: np.ndarray) -> int | None:
+    """Where node ``i``'s alarming streak, or its recurring unusual spell, began."""
+    began = streak_onset(job.seqs[i], tpos, tnum, alarming)
+    if began is None:
+        # an alarming line the healthy runs print as often (NCCL's "GID table change",
+        # a WARN) is their weather, not a fault coming back
+        began = recurring_onset(job.seqs[i], tpos, tnum,
+                                unusual & (cross.novel | cross.anomalous[i]))
+    return began
+
+
+def proxy_track(job: ParsedJob, counter: Counter, i: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """(record positions, counts) of a line node ``i`` prints that counts the job's steps
+    in other words than the counter, for a node the counter has no track on; ``None``
+    without one.
+
+    The job's counter is the line that counted the most steps on some node, often one
+    only rank 0's node prints (a progress bar); the others may still print the count in a
+    line of their own.  Such a line's numbers advance at every occurrence, lie inside the
+    range the counter printed, and are, mostly, numbers it printed too; the one with the
+    most occurrences is taken."""
+    ref = np.concatenate([t[1] for t in counter.tracks.values()]) if counter.tracks else np.zeros(0)
+    ref = ref[~np.isnan(ref)]
+    if ref.size < 3:
+        return None
+    lo, hi = float(ref.min()) - counter.step, float(ref.max()) + counter.step
+    best: tuple[int, np.ndarray, np.ndarray] | None = None
+    for c, mk in job.markers[i].items():
+        if c in counter.cols:
+            continue
+        ok = ~np.isnan(mk.numbers)
+        nums, pos = mk.numbers[ok], mk.positions[ok]
+        if nums.size < PROXY_MIN or np.any(np.diff(nums) <= 0):
+            continue
+        if ((nums >= lo) & (nums <= hi)).mean() < 0.9 or np.isin(nums, ref).mean() < 0.5:
+            continue
+        if best is None or nums.size > best[0]:
+            best = (int(nums.size), pos, nums)
+    return (best[1], best[2]) if best else None
 
 
 def _spike(it: int, z: float, current: float | None, step: float) -> float:
