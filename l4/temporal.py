@@ -30,7 +30,7 @@ EXACT_SCORE = 4.9
 #: before the step just printed (0.6) and the next interval (0.5)
 SPREAD_SCORES = (0.62, 0.61)
 #: ... for intervals long enough that the end leaves steps uncovered
-MID_MIN_STEP = 4
+SPREAD_MIN_STEP = 4
 
 
 def spread_steps(end: float, step: float) -> tuple[int, int]:
@@ -106,7 +106,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
                 job, cross, current, counter.step)
             for it in found:
                 scores.setdefault(it, EXACT_SCORE)
-            if not found and current is not None and counter.step >= MID_MIN_STEP:
+            if not found and current is not None and counter.step >= SPREAD_MIN_STEP:
                 # nothing tells which step of the interval it was
                 for it, sc in zip(spread_steps(current, counter.step), SPREAD_SCORES, strict=True):
                     scores.setdefault(it, sc)
