@@ -212,29 +212,59 @@ def same_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     other's begin."""
     rank = profile.marker_rank(job.templates[marker])
     cols = [marker]
-    if rank == 0:
-        return cols
+    # a line no profile knows carries on only as itself with a field more or less (a
+    # progress bar that shows "val_loss=" once the first validation ran)
     cands = {c for mk in job.markers for c in mk
              if c != marker and stages[c] in (None, "training")
-             and profile.marker_rank(job.templates[c]) == rank}
+             and profile.marker_rank(job.templates[c]) == rank
+             and (rank > 0 or one_field_apart(job.templates[marker], job.templates[c]))}
     for c in sorted(cands):
         both = 0
         for mk in job.markers:
             if marker in mk and c in mk:
-                a, pa = mk[marker].numbers, mk[marker].positions
-                b, pb = mk[c].numbers, mk[c].positions
                 # one ends, in the log and in its count, where the other begins: a line
                 # printed among the marker's lines counts something else ("iter 7440:
                 # val loss" counts micro-batches between "step 930" lines)
-                if not a.size or not b.size or not (
-                        (np.nanmax(a) < np.nanmin(b) and pa.max() < pb.min())
-                        or (np.nanmax(b) < np.nanmin(a) and pb.max() < pa.min())):
+                if not (_continues(mk[marker], mk[c]) or _continues(mk[c], mk[marker])):
                     both = -1
                     break
                 both += 1
         if both > 0:
             cols.append(c)
     return cols
+
+
+def _continues(early, late) -> bool:
+    """Whether track ``late`` begins, in the log and in its count, where ``early`` ends.
+
+    The count as printed or as counted: a bar per epoch counts from 1 again in every epoch,
+    so "Epoch 1: 182/603" carries on from "Epoch 1: 177/603" although "Epoch 0: 603/603"
+    came before it."""
+    if not early.positions.size or not late.positions.size:
+        return False
+    if early.positions.max() >= late.positions.min():
+        return False
+    a = early.numbers[np.argsort(early.positions, kind="stable")]
+    b = late.numbers[np.argsort(late.positions, kind="stable")]
+    a, b = a[~np.isnan(a)], b[~np.isnan(b)]
+    if not a.size or not b.size:
+        return False
+    ca, cb = _counted(early), _counted(late)
+    return bool(np.nanmax(ca) < np.nanmin(cb) or a.max() < b.min() or a[-1] < b[0])
+
+
+_TOKEN = re.compile(r"<[A-Z*]+>|\w+|[^\w\s]")
+
+
+def one_field_apart(a: str, b: str) -> bool:
+    """Whether two templates are one line printed with and without some fields: the same
+    first tokens, and every token of the shorter in the longer, in order."""
+    ta, tb = _TOKEN.findall(a), _TOKEN.findall(b)
+    short, long_ = (ta, tb) if len(ta) <= len(tb) else (tb, ta)
+    if len(short) < 4 or short[:3] != long_[:3] or len(short) == len(long_):
+        return False
+    it = iter(long_)
+    return all(tok in it for tok in short)
 
 
 def track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -306,9 +336,10 @@ def _counted(track) -> np.ndarray:
     (``MarkerTrack.period``: "Epoch 2: 130/200" is step 2 x 200 + 130; see
     :func:`l4.scan.unwrap_counts`)."""
     period = float(getattr(track, "period", 0.0) or 0.0)
+    base = float(getattr(track, "base", 0.0) or 0.0)  # epochs before the first line's
     num = track.numbers
     if num.size < 2:
-        return num
+        return num + base
     order = np.argsort(track.positions, kind="stable")
     if period <= 0:
         # a fraction whose samples did not start over yet ("k/50", first epoch): a period
@@ -316,11 +347,11 @@ def _counted(track) -> np.ndarray:
         # start (a job restarted from scratch starts over from wherever it stopped)
         total = float(getattr(track, "total", 0.0) or 0.0)
         if not (total > 0 and _epochs_end_at(num[order], total)):
-            return num
+            return num + base
         period = total
     out = np.empty_like(num)
     out[order] = unwrap_counts(num[order].tolist(), period)
-    return out
+    return out + base
 
 
 def _epochs_end_at(seq: np.ndarray, total: float) -> bool:

@@ -200,7 +200,8 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
     out = MarkerTrack(field_step=a.field_step, width=a.width,
                       duration_field=a.duration_field or b.duration_field,
                       period=getattr(a, "period", 0.0) or getattr(b, "period", 0.0),
-                      total=getattr(a, "total", 0.0) or getattr(b, "total", 0.0))
+                      total=getattr(a, "total", 0.0) or getattr(b, "total", 0.0),
+                      base=_first_base(a, b))
     for name in ("positions", "lines", "numbers", "ts", "durations"):
         setattr(out, name, np.concatenate([getattr(a, name), getattr(b, name)])[order])
     if (a.field_step and b.field_step and a.field_step[0] != b.field_step[0]
@@ -210,6 +211,15 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
         # their numbers cannot be mixed, so the track that counts more keeps the column
         return max((a, b), key=_counting_power)
     return out
+
+
+def _first_base(a: MarkerTrack, b: MarkerTrack) -> float:
+    """The epochs before the first line of two tracks joined: the earlier track's."""
+    if not b.lines.size:
+        return float(getattr(a, "base", 0.0) or 0.0)
+    if not a.lines.size or b.lines.min() < a.lines.min():
+        return float(getattr(b, "base", 0.0) or 0.0)
+    return float(getattr(a, "base", 0.0) or 0.0)
 
 
 def _counting_power(t: MarkerTrack) -> tuple[bool, int]:

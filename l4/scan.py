@@ -76,6 +76,10 @@ class MarkerTrack:
     # they showed no start-over yet (an epoch of 50 steps outlasts them): the counts are
     # the periods added up if they start over later (``l4.iterations._counted``)
     total: float = 0.0
+    # the steps of the epochs before the first line's, when the counting field counts
+    # within an epoch: "Epoch 2: 281/1359" of a job resumed mid-run is step 2 x 1359 + 281,
+    # not 281 (``l4.iterations._counted``)
+    base: float = 0.0
     _blocks: list = field(default_factory=list, repr=False)
 
     def extend(self, positions, lines, numbers, ts, durations=None) -> None:
@@ -454,6 +458,8 @@ class _Scanner:
                     and all(r[j] <= nxt[0] for r in rows)):
                 track.total = nxt[0]
         samples = self.samples.pop(sid)
+        if track.period > 0 or track.total > 0:
+            track.base = (track.period or track.total) * epochs_before(_decode(samples[0][2]), j)
         ts = [parse_ts(_decode(s[2])) for s in samples]
         if all(math.isnan(t) for t in ts):
             track.duration_field = duration_field(_decode(samples[0][2]), fs[0])
@@ -722,6 +728,28 @@ def _grid_step(diffs: list[float]) -> float | None:
     if len(diffs) > 1 and sum(d == step for d in diffs) < 0.8 * len(diffs):
         return None
     return step
+
+
+#: the number of an epoch: the word, then the number ("Epoch 2:", "epoch=3", "[Epoch 1]")
+_EPOCH_WORD = re.compile(r"\bepoch\s*[:=#]?\s*$", re.I)
+_OF_TOTAL = re.compile(r"\s*/\s*\d")
+
+
+def epochs_before(line: str, j: int) -> int:
+    """How many whole epochs came before this line, whose ``j``-th number counts steps
+    within an epoch: the number an "epoch" word names before that field, counted from 0
+    as Lightning and tqdm descriptions do, or from 1 when it is a fraction of the epochs
+    ("Epoch 3/10", as Keras prints).  0 when no epoch is named."""
+    _, spans = number_spans(line)
+    for a, b in reversed(spans[:j]):
+        if _EPOCH_WORD.search(line, max(0, a - 12), a):
+            try:
+                v = int(line[a:b])
+            except ValueError:
+                return 0
+            one_based = _OF_TOTAL.match(line, b) is not None
+            return max(0, v - 1 if one_based else v)
+    return 0
 
 
 def unwrap_counts(vals: list[float], period: float) -> list[float]:
