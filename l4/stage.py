@@ -215,7 +215,7 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         # announcements carry (clocks of different nodes disagree by seconds); by what
         # healthy runs printed after that iteration and how much of it this job printed
         # (a phase worded only once it is over); by the schedule it validates on
-        after = phase_after(job, profile, stages, done, timeline)
+        after = phase_after(job, profile, stages, done, timeline, counter)
         if after is None and stage == "training" and gaps is not None:
             before = [point[0] if i == r else onset(job, cross, i)[0]
                       for i in range(job.n_nodes)]
@@ -253,10 +253,13 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         # reaction, not the phase it failed in
         first_errs = [c for c in first_errs if job.first_pos[r, c] <= pos]
     progressed = _progressed(job, cross, counter.marker if counter else None)
-    hinted = _error_hint(job, profile, r, first_errs)
+    # training had begun: a start-up stage an outer frame names ("trainer.fit(model,
+    # datamodule=dm)") cannot come back, so it must not hide an inner one that can
+    ruled_out = frozenset(EARLY) if progressed else frozenset()
+    hinted = _error_hint(job, profile, r, first_errs, ruled_out)
     if hinted is None and first_errs:
         hinted = _dump_hint(job, profile, r, np.nonzero(cross.anomalous[r])[0],
-                            int(job.first_pos[r, first_errs[0]]))
+                            int(job.first_pos[r, first_errs[0]]), ruled_out)
     if hinted in EARLY and progressed:
         hinted = None  # training had begun: no start-up stage comes back
     if hinted == "evaluation" and not progressed:
@@ -374,11 +377,13 @@ def _own_frames(ctx: list[str]) -> list[str]:
 
 
 #: a frame's source line or its ^^^ marks: indented deeper than "  File", behind any
-#: launcher prefix ("[rank9]:     self.val_loop.run()")
-_FRAME_BODY = re.compile(r"^(?:\S+:)?\s{3,}\S")
+#: launcher prefixes, one or two ("[rank9]:     self.val_loop.run()", Slurm's label
+#: before torchrun's: "18: [rank18]:     self._evaluation_step(batch, ...)")
+_FRAME_BODY = re.compile(r"^(?:\s*[^\s:]+:)*\s{3,}\S")
 
 
-def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> str | None:
+def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int],
+                ruled_out: frozenset[str] = frozenset()) -> str | None:
     """The stage the first errors of node ``r`` name: by their own words and the program's
     own traceback frames first ("ds = ShardDataset(shard)" is data loading, whatever
     ``torch.load`` inside it says), then the library frames below them."""
@@ -390,12 +395,13 @@ def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int]) -> st
         # outer ones only how it got there ("train_ds, valid_ds, test_ds =
         # build_train_valid_test_datasets(" names validation data while building datasets)
         own = [job.templates[c]] + list(reversed(_own_frames(ctx)))
-        hint = _first_hint(profile, own)
+        hint = _first_hint(profile, own, ruled_out)
         if hint:
             return hint
         if library is None:
             # a library frame by its file and function: its source lines are its own business
-            library = _first_hint(profile, [f for f in reversed(ctx) if 'File "' in f])
+            library = _first_hint(profile, [f for f in reversed(ctx) if 'File "' in f],
+                                  ruled_out)
     return library
 
 
@@ -404,7 +410,7 @@ DUMP_REACH = 12
 
 
 def _dump_hint(job: ParsedJob, profile: Profile, r: int, anom: np.ndarray,
-               first: int) -> str | None:
+               first: int, ruled_out: frozenset[str] = frozenset()) -> str | None:
     """The stage the program's own frames name in a stack dump printed right after node
     ``r``'s first error, under a header of its own: faulthandler prints "Fatal Python error:
     Segmentation fault", a blank line, then "Current thread 0x... (most recent call
@@ -416,15 +422,18 @@ def _dump_hint(job: ParsedJob, profile: Profile, r: int, anom: np.ndarray,
         ctx = ex[2] if ex else []
         # a dump lists the most recent call first, the innermost frame at the top
         frames = [f for f in ctx if 'File "' in f and not _LIBRARY_FRAME.search(f)]
-        hint = _first_hint(profile, frames)
+        hint = _first_hint(profile, frames, ruled_out)
         if hint:
             return hint
     return None
 
 
-def _first_hint(profile: Profile, texts: list[str]) -> str | None:
+def _first_hint(profile: Profile, texts: list[str],
+                ruled_out: frozenset[str] = frozenset()) -> str | None:
     for text in texts:
         hint = profile.hint_of(text)
+        if hint in ruled_out:
+            continue
         if hint == "evaluation" and _TRAIN_DATA.search(text):
             continue  # "train(args, model, train_loader, eval_loader)": both, so neither
         if hint:
@@ -491,7 +500,8 @@ def _startup_order(job: ParsedJob, stages: list[str | None]) -> dict[str, int]:
 
 
 def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
-                 last_done: float, timeline: Timeline | None = None) -> str | None:
+                 last_done: float, timeline: Timeline | None = None,
+                 counter: Counter | None = None) -> str | None:
     """The evaluation or save announced for iteration ``last_done`` that never finished.
 
     "saving checkpoint at iteration 100" after "iteration 100/..." means the job was saving
@@ -500,6 +510,12 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
     Evaluation comes first: frameworks evaluate, then save, after the same iteration; a
     save that the same node announced after that evaluation (in whatever words, naming
     the iteration or not) means the evaluation was over and the save under way.
+
+    An announcement that does not name the iteration ("Validating ...", "Validation:
+    iteration 40/100") is dated by line order: a node that printed it after its own line
+    of iteration ``last_done`` (``counter``), its last, was in that phase, if healthy runs
+    of the configuration print it too (a normal line, not an error whose words happen to
+    name a phase).
     """
     if last_done is None or math.isnan(last_done) or last_done <= 0:
         return None
@@ -512,9 +528,12 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
         for i in range(job.n_nodes):
             for c in cols:
                 text = job.last_examples[i].get(c)
-                if not text or job.counts[i, c] == 0 or target not in named_numbers(text):
+                if not text or job.counts[i, c] == 0:
                     continue
                 started = job.last_line[i, c]
+                if target not in named_numbers(text) and not _after_own_count(
+                        job, counter, timeline, i, c, target, started):
+                    continue
                 # ended by a line the profile knows, or by the one that ends it in
                 # healthy runs of this configuration ("[Torch] Saved ...")
                 ended = any(job.last_line[i, rc] > started for rc in resume) or (
@@ -525,6 +544,21 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
                         return "checkpointing"
                     return phase
     return None
+
+
+def _after_own_count(job: ParsedJob, counter: Counter | None, timeline: Timeline | None,
+                     i: int, c: int, target: float, line: int) -> bool:
+    """Did node ``i`` print line ``line`` (of column ``c``, a line healthy runs print)
+    after its own counter line of iteration ``target``, its last one?"""
+    if counter is None or timeline is None or i not in counter.printed:
+        return False
+    if int(job.event_ids[c]) not in timeline.phase:
+        return False
+    lines, _ = counter.printed[i]
+    nums = counter.tracks[i][1]
+    if not len(lines) or not len(nums) or nums[-1] != target:
+        return False
+    return bool(line > lines[-1])
 
 
 def _saving_after(job: ParsedJob, stages: list[str | None], resume: list[int], i: int,

@@ -7,8 +7,8 @@ and read first it placed a missing ``.idx`` file in evaluation.
 
 from __future__ import annotations
 
-from l4.profiles import choose_profile
-from l4.stage import _error_hint
+from l4.profiles import EARLY, choose_profile
+from l4.stage import _error_hint, _own_frames
 
 FRAMES = [
     '[rank82]:  File "/home/u/Megatron-LM/pretrain_gpt.py", line 231, in <module>',
@@ -105,3 +105,78 @@ def test_a_library_frames_source_line_is_the_librarys_not_the_programs():
             "[rank9]:     logits = logits.float()"])}]
     profile = choose_profile(Job.templates, "generic")
     assert _error_hint(Job(), profile, 0, [0]) == "evaluation"
+
+
+LIGHTNING_VALIDATION = [
+    '18: [rank18]:   File "/gpfs/u/pretrain/train.py", line 45, in main',
+    "18: [rank18]:     trainer.fit(model, datamodule=dm)",
+    '18: [rank18]:   File "/env/lib/python3.10/site-packages/lightning/pytorch/loops/'
+    'evaluation_loop.py", line 135, in run',
+    "18: [rank18]:     self._evaluation_step(batch, batch_idx, dataloader_idx, dataloader_iter)",
+    '18: [rank18]:   File "/env/lib/python3.10/site-packages/lightning/pytorch/strategies/'
+    'strategy.py", line 411, in validation_step',
+    "18: [rank18]:     return self.lightning_module.validation_step(*args, **kwargs)",
+    '18: [rank18]:   File "/gpfs/u/pretrain/lm/module.py", line 96, in validation_step',
+    "18: [rank18]:     self.log_dict(metrics, on_epoch=True, sync_dist=True)",
+    '18: [rank18]:   File "/env/lib/python3.10/site-packages/torch/distributed/'
+    'distributed_c10d.py", line 2288, in all_reduce',
+]
+
+
+def test_a_validation_step_hook_names_evaluation():
+    class Job(_Job):
+        examples = [{0: (1, "x", LIGHTNING_VALIDATION)}]
+    profile = choose_profile(Job.templates, "generic")
+    assert _error_hint(Job(), profile, 0, [0]) == "evaluation"
+
+
+def test_a_library_frame_behind_two_prefixes_keeps_its_source_line():
+    """Slurm's label before torchrun's ("18: [rank18]:"): Lightning's
+    "self._evaluation_step(batch, batch_idx, dataloader_idx, dataloader_iter)" is the
+    library's line, not the program's, and its data loader words name no stage."""
+    own = _own_frames(LIGHTNING_VALIDATION)
+    assert not any("_evaluation_step(batch" in line for line in own), own
+    assert any("trainer.fit(" in line for line in own), own
+
+
+def test_a_start_up_stage_ruled_out_does_not_hide_an_inner_one():
+    """Once training had begun, a start-up stage an outer frame names ("run(model,
+    dataloader)") cannot come back; the library frame below it (Lightning's evaluation
+    loop) names the stage."""
+    frames = ['  File "/home/u/train.py", line 45, in main',
+              "    run(model, dataloader)",
+              '  File "/env/lib/python3.10/site-packages/lightning/pytorch/loops/'
+              'evaluation_loop.py", line 396, in _evaluation_step',
+              "    output = call._call_strategy_hook(trainer, hook_name, *step_args)"]
+
+    class Job(_Job):
+        examples = [{0: (1, "x", frames)}]
+    profile = choose_profile(Job.templates, "generic")
+    assert _error_hint(Job(), profile, 0, [0]) == "data_loading"  # start-up: as before
+    assert _error_hint(Job(), profile, 0, [0], frozenset(EARLY)) == "evaluation"
+
+
+def test_a_library_frame_that_sets_up_the_process_group_names_initialization():
+    """Behind two prefixes the source lines under library frames are the library's
+    ("torch.distributed.init_process_group(...)" under Lightning's helper); the frame's
+    own function name says it was setting up the process group."""
+    frames = [
+        ' 48: [rank48]:   File "/opt/train/pretrain_gpt.py", line 112, in <module>',
+        " 48: [rank48]:     llm.train(",
+        ' 48: [rank48]:   File "/usr/local/lib/python3.12/dist-packages/lightning/pytorch/'
+        'strategies/ddp.py", line 203, in setup_distributed',
+        " 48: [rank48]:     _init_dist_connection(self.cluster_environment, self._process_group_backend)",
+        ' 48: [rank48]:   File "/usr/local/lib/python3.12/dist-packages/lightning/fabric/utilities/'
+        'distributed.py", line 297, in _init_dist_connection',
+        " 48: [rank48]:     torch.distributed.init_process_group(backend, rank=global_rank)",
+        ' 48: [rank48]:   File "/usr/local/lib/python3.12/dist-packages/torch/cuda/__init__.py", '
+        "line 399, in set_device",
+        " 48: [rank48]:     torch._C._cuda_setDevice(device)",
+    ]
+
+    class Job(_Job):
+        templates = ["RuntimeError: Unexpected error from cudaGetDeviceCount()"]
+        examples = [{0: (1, "x", frames)}]
+    profile = choose_profile(Job.templates, "generic")
+    assert "torch.distributed.init_process_group" not in " ".join(_own_frames(frames))
+    assert _error_hint(Job(), profile, 0, [0]) == "initialization"

@@ -1,0 +1,95 @@
+"""A phase announced in words that name no iteration, and one ended in words of its own.
+
+Rank 0's node prints "Validating ..." after the step that ends every 120th; the step
+lines carry no clock.  When one node hangs in that evaluation, the others' watchdogs
+fire: the announcement names no step to match, but it came after node 0's own line of
+the last completed step, and healthy runs print it too, so the job was evaluating.
+
+A JSON logger's "eval start" / "eval done" pair: a loss that turned non-finite in the
+step after "eval done" failed in training, not in the evaluation that was over.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.bar_jobs import diagnose_three_nodes
+
+EVERY = 10
+EVAL_EVERY = 120
+STEPS = 1200
+HANG_AFTER = 840
+
+
+def _announcing(words: str):
+    def write(path: Path, failed: bool, role: str) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        node = int(path.stem.split("-")[1])
+        out = ["INFO:train:world size 6, 2 ranks per node\n"]
+        last = HANG_AFTER if failed else STEPS
+        for n in range(EVERY, last + 1, EVERY):
+            out.append(f"step {n}/{STEPS} | loss {2 + 1 / n:.4f} | step time 1.02 s\n")
+            if n % EVAL_EVERY == 0 and node == 0:
+                out.append(f"{words}\n")
+        if not failed:
+            out.append("INFO:train:training finished\n")
+        elif role == "victim":
+            out.append(f"[rank{2 * node}]:[E ProcessGroupNCCL.cpp:629] [Rank {2 * node}] Watchdog "
+                       "caught collective operation timeout: WorkNCCL(SeqNum=2523, OpType=ALLREDUCE, "
+                       "Timeout(ms)=1800000) ran for 1800394 milliseconds before timing out.\n")
+        path.write_text("".join(out))
+    return write
+
+
+@pytest.mark.parametrize("words", ["Running validation ...", "Validating ..."])
+def test_an_announcement_after_the_last_count_dates_the_phase(tmp_path, monkeypatch, words):
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, _announcing(words))
+    assert rep["nodes"][0]["node"] == "node-1", rep["nodes"]
+    assert rep["stage"] == "evaluation"
+
+
+def _json_log(path: Path, failed: bool, role: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    node = int(path.stem.split("-")[1])
+    out = []
+
+    def rec(msg: str, **kw) -> None:
+        out.append(json.dumps({"level": kw.pop("level", "INFO"), "rank": 2 * node,
+                               "msg": msg, **kw}) + "\n")
+    last = 1430 if failed else 2000
+    for n in range(EVERY, last + 1, EVERY):
+        rec("train", step=n, loss=round(2 + 1 / n, 4))
+        if n % 130 == 0:
+            rec("eval start", step=n)
+            rec("eval done", step=n, val_loss=2.2254)
+    if not failed:
+        rec("training finished")
+    elif role == "crash":
+        rec("non-finite loss, aborting", level="ERROR", step=1431, loss=None)
+        out.append("RuntimeError: loss is nan at step 1431\n")
+    else:
+        out.append(f"[rank{2 * node}]:[E ProcessGroupNCCL.cpp:629] [Rank {2 * node}] Watchdog "
+                   "caught collective operation timeout: WorkNCCL(SeqNum=9911, OpType=ALLREDUCE, "
+                   "Timeout(ms)=600000) ran for 600394 milliseconds before timing out.\n")
+    path.write_text("".join(out))
+
+
+def test_eval_done_ends_the_evaluation(tmp_path, monkeypatch):
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, _json_log)
+    assert rep["nodes"][0]["node"] == "node-1", rep["nodes"]
+    assert rep["stage"] == "training"
+    assert [i["iteration"] for i in rep["iterations"]][:1] == [1431], rep["iterations"]
+
+
+@pytest.mark.parametrize("line", ['{"msg": "eval done", "step": 130, "val_loss": 5.9454}',
+                                  "evaluation finished in 145.7 s", "validation complete"])
+def test_words_that_end_an_evaluation(line):
+    from l4.profiles import choose_profile
+    profile = choose_profile([], "generic")
+    assert profile.phase_of(line) == "evaluation"
+    assert any(rx.search(line) for st, rx in profile.resume_phase if st == "evaluation")
