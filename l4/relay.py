@@ -69,3 +69,30 @@ def relayed(job: ParsedJob, ids: dict[str, int]) -> np.ndarray:
             if origin and j not in origin:
                 out[j, c] = True
     return out
+
+
+_TOKEN = re.compile(r"[A-Za-z][\w.-]{2,}|(?:\d{1,3}\.){3}\d{1,3}")
+
+
+def _named(text: str, ids: dict[str, int]) -> set[int]:
+    return {ids[t] for t in _TOKEN.findall(text) if t in ids}
+
+
+def reports_on_others(job: ParsedJob, ids: dict[str, int]) -> np.ndarray:
+    """(nodes, events) bool: node ``j``'s event ``c`` is a report about other nodes of the
+    job, one line per node: its first and its last line name two different ones, and
+    never ``j`` (a Slurm batch host prints "srun: error: cn-d057: tasks 161-167: Aborted"
+    for every node whose tasks died).  Such lines are the job's teardown as one node saw
+    it, not that node's own trouble."""
+    out = np.zeros((job.n_nodes, len(job.templates)), dtype=bool)
+    if job.n_nodes < 3 or not ids:
+        return out
+    for j in range(job.n_nodes):
+        for c, ex in job.examples[j].items():
+            last = job.last_examples[j].get(c)
+            if not last or job.counts[j, c] < 2:
+                continue
+            first, final = _named(ex[1], ids), _named(last, ids)
+            if first and final and first != final and j not in first | final:
+                out[j, c] = True
+    return out

@@ -43,7 +43,7 @@ from l4.iterations import find_counter, slowed_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
 from l4.profiles import choose_profile
-from l4.relay import IPV4, relayed, relays_an_address
+from l4.relay import IPV4, relayed, relays_an_address, reports_on_others
 from l4.scan import LAST_TEXT_BYTES
 from l4.severity import is_symptom
 
@@ -597,7 +597,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     # a driver's log that relays its workers' output holds their errors: those are the
     # workers' evidence (they are named by it below), not the driver's
     ids = _identities(job, cross)
-    relay = relayed(job, ids)
+    relay = relayed(job, ids) | reports_on_others(job, ids)
     named = named_failed(job, cross, ids)
     peers = named_by_peers(job, cross, ids)  # a relayed line names the node it came from
     if relay.any():

@@ -76,3 +76,27 @@ def test_a_node_the_driver_marks_dead_is_named_by_its_address(tmp_path):
     report = diagnose(failed, [healthy], store_path=False)
     assert report["nodes"][0]["node"] == "gpu-1", report["nodes"]
     assert report["nodes"][0]["evidence"]["named"] == 1.0
+
+
+def test_a_batch_hosts_report_on_every_node_is_not_its_own_trouble():
+    """Slurm's batch host prints "srun: error: cn-d057: tasks 161-167: Aborted" for every
+    node whose tasks died: lines about other nodes, one per node.  A node's line that
+    names itself, or names the same node each time, is not such a report."""
+    import numpy as np
+
+    from l4.relay import reports_on_others
+
+    class Job:
+        nodes = ["cn-d037", "cn-d038", "cn-d039", "cn-d040"]
+        n_nodes = 4
+        templates = ["srun: error: <*>: tasks <*>: Aborted (core dumped)",
+                     "RuntimeError: connection to <*> lost"]
+        counts = np.array([[4, 0], [0, 3], [0, 0], [0, 0]])
+        examples = [{0: (5, "srun: error: cn-d038: tasks 8-15: Aborted (core dumped)", [])},
+                    {1: (9, "RuntimeError: connection to cn-d040 lost", [])}, {}, {}]
+        last_examples = [{0: "srun: error: cn-d040: tasks 24-31: Aborted (core dumped)"},
+                         {1: "RuntimeError: connection to cn-d040 lost"}, {}, {}]
+
+    ids = {name: i for i, name in enumerate(Job.nodes)}
+    out = reports_on_others(Job(), ids)
+    assert out.tolist() == [[True, False], [False, False], [False, False], [False, False]]
