@@ -81,6 +81,11 @@ def _walk(seq: np.ndarray, pos: int, stages: list[str | None],
             if fresh < counting[2]:
                 continue
             resumed = True
+        elif st == "training" and current in ("checkpointing", "evaluation"):
+            # not a count: a line that hands back to training ("Successfully saved
+            # checkpoint from iteration 10399", which the profile's resume words read as
+            # training) shows the phase over as surely as new counts do
+            resumed = True
         elif st != "training":
             resumed = False
         fresh = 0

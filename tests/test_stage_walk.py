@@ -52,3 +52,16 @@ def test_a_merged_event_is_staged_by_its_own_text_where_it_is_known():
     said = {3: "evaluation"}
     assert _walk(seq, 4, STAGES)[0] == "training"
     assert _walk(seq, 4, STAGES, said=said)[:2] == ("evaluation", 2)
+
+
+def test_a_line_that_hands_back_to_training_ends_the_save():
+    """NeMo: "... saving model to ..." (checkpointing), "Successfully saved checkpoint from
+    iteration 10399" (training by the profile's resume words), then untimed counts, then
+    the job was preempted.  The save was seen to end, whatever a clock says later."""
+    stages = STAGES + ["training"]  # col 4: the line that ends a save
+    seq = _seq(0, 0, 3, 4, 0, 0)
+    firsts = {0, 1, 4, 5}
+    st, _, resumed = _walk(seq, 6, stages, counting=(COUNTER, firsts, 2))
+    assert (st, resumed) == ("training", True)
+    # a save announced and not ended stays a save
+    assert _walk(seq, 3, stages, counting=(COUNTER, firsts, 2))[0] == "checkpointing"

@@ -93,3 +93,42 @@ def test_words_that_end_an_evaluation(line):
     profile = choose_profile([], "generic")
     assert profile.phase_of(line) == "evaluation"
     assert any(rx.search(line) for st, rx in profile.resume_phase if st == "evaluation")
+
+
+def _preempted(path: Path, failed: bool, role: str) -> None:
+    """NeMo-like: untimed iteration lines (24, 49, ...), timed save lines; the whole job
+    preempted three printed steps after its last save."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    node = int(path.stem.split("-")[1])
+    out = []
+    last = 1074 if failed else 1999
+    for n in range(24, last + 1, 25):
+        out.append(f"Training epoch 0, iteration {n}/2000 | lr: 1e-05 | global_step: {n} | "
+                   f"reduced_train_loss: {2 + 1 / n:.3f} | train_step_timing in s: 11.2\n")
+        if (n + 1) % 500 == 0:
+            def clock(t: int) -> str:
+                return f"2024-09-24 {t // 3600:02d}:{t // 60 % 60:02d}:{t % 60:02d}"
+            t = n * 11
+            out.extend(f"Validation: iteration {k}/50\n" for k in (10, 20, 35, 45))
+            if node == 0:
+                out.append(f"Epoch 0, global step {n}: 'val_loss' reached 2.61 (best 2.61), "
+                           f"saving model to '/ckpt/step={n}.ckpt' as top 1\n")
+            out.append(f"[NeMo I {clock(t)} dist_ckpt_io:301] Global Checkpoint Save : Rank: "
+                       f"{2 * node} : Iteration: {n} : Start time: {1727140000 + t}.507s : "
+                       "Save duration: 3.248s\n")
+            out.append(f"[NeMo I {clock(t + 120)} dist_ckpt_io:312] Successfully saved "
+                       f"checkpoint from iteration {n:7d} to /ckpt/step={n}.ckpt\n")
+    if failed:
+        out.append(f"slurmstepd: error: *** STEP 5442839.0 ON node-{node} CANCELLED AT "
+                   "2024-09-24T03:30:36 DUE TO PREEMPTION ***\n")
+    path.write_text("".join(out))
+
+
+def test_a_save_seen_to_end_is_over_whatever_the_clock_says(tmp_path, monkeypatch):
+    """The last timed line before the cancel is a save's; the untimed iteration lines the
+    nodes printed after the line that ended it say the job was training again."""
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, _preempted)
+    assert rep["stage"] == "training", rep["stage"]
+    its = [i["iteration"] for i in rep["iterations"]]
+    assert its and 1074 <= its[0] <= 1099, its
