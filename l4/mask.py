@@ -147,10 +147,19 @@ def collapse_digits(text: str) -> str:
     return text.translate(_STR_DIGIT_TABLE)
 
 
+#: after a syslog or journald date, the host and the program that wrote the line
+#: ("dgx0806 torchrun[505915]: ", "combo sshd(pam_unix)[19939]: ", "node3 kernel: ")
+_SYSLOG_WHO_RE = re.compile(r"^[A-Za-z][\w.\-]* [\w.\-/]+(?:\([\w.\-]+\))?(?:\[\d+\])?: ")
+_SYSLOG_DATE_RE = re.compile(r"^ ?(?:[A-Z][a-z]{2} )?[A-Z][a-z]{2} [ \d]\d \d\d:\d\d:\d\d ")
+
+
 def _strip_who_when(line: str) -> str:
     for _ in range(3):
         cut = _WHO_RE.sub("", line, count=1)
-        cut = _LEAD_TS_RE.sub("", cut, count=1)
+        if _SYSLOG_DATE_RE.match(cut):
+            cut = _SYSLOG_WHO_RE.sub("", _SYSLOG_DATE_RE.sub("", cut, count=1), count=1)
+        else:
+            cut = _LEAD_TS_RE.sub("", cut, count=1)
         if cut == line:
             break
         line = cut

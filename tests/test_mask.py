@@ -268,3 +268,21 @@ def test_a_float_in_scientific_notation_is_one_number():
     assert a == b == "step:<*> - actor/lr:<*> - actor/ppo_kl:<*>"
     # hex stays hex
     assert mask_line("frame at 0x7fd9fd3fbc94 failed") == "frame at <HEX> failed"
+
+
+def test_a_journald_prefix_is_who_and_when():
+    """``journalctl`` output: date, host, program[pid], then the program's own line.  A
+    traceback printed so folds into its exception as anywhere else."""
+    from l4.mask import is_continuation, strip_prefix
+    frame = ('Jan 12 14:58:35 dgx0806 torchrun[505915]: [rank92]:   File '
+             '"/opt/train/trainer/data.py", line 57, in build_loader')
+    code = "Jan 12 14:58:35 dgx0806 torchrun[505915]: [rank92]:     ds = TokenShardDataset(cfg.path)"
+    assert strip_prefix(frame).startswith('File "/opt/train/trainer/data.py"')
+    assert strip_prefix(code) == "ds = TokenShardDataset(cfg.path)"
+    assert is_continuation(frame) and is_continuation(code)
+    assert strip_prefix("Jul  1 07:57:30 node3 kernel: NVRM: Xid (PCI:0000:3b:00): 79") == \
+        "NVRM: Xid (PCI:0000:3b:00): 79"
+    assert strip_prefix("Jun 14 15:16:01 combo sshd(pam_unix)[19939]: authentication failure") == \
+        "authentication failure"
+    # not after a date: the words are the message's own
+    assert strip_prefix("dgx0806 torchrun[505915]: started") == "dgx0806 torchrun[505915]: started"
