@@ -265,8 +265,6 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if hinted is None and first_errs:
         hinted = _dump_hint(job, profile, r, np.nonzero(cross.anomalous[r])[0],
                             int(job.first_pos[r, first_errs[0]]), ruled_out)
-    if hinted in EARLY and progressed:
-        hinted = None  # training had begun: no start-up stage comes back
     if hinted == "evaluation" and not progressed:
         hinted = None  # no step yet: validation data named at start-up is data loading
     if hinted:
