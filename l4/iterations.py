@@ -249,8 +249,10 @@ def _continues(early, late) -> bool:
     a, b = a[~np.isnan(a)], b[~np.isnan(b)]
     if not a.size or not b.size:
         return False
+    # as counted (epochs added up), or as printed: its first count above the other's last
+    # (which also holds whenever every printed count is above every other)
     ca, cb = _counted(early), _counted(late)
-    return bool(np.nanmax(ca) < np.nanmin(cb) or a.max() < b.min() or a[-1] < b[0])
+    return bool(np.nanmax(ca) < np.nanmin(cb) or a[-1] < b[0])
 
 
 _TOKEN = re.compile(r"<[A-Z*]+>|\w+|[^\w\s]")
