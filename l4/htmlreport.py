@@ -510,7 +510,7 @@ def _node_table(rep: dict, limit: int = 12) -> str:
     if not nodes:
         return "<p class=dim>No nodes.</p>"
     keys = ("named", "named_by_peers", "specific", "slowed_first", "first_to_stop",
-            "odd_measurements", "odd_in_symptom", "missing_symptom", "stopped_first", "iforest")
+            "stopped_counting_first", "odd_measurements", "odd_in_symptom", "missing_symptom", "stopped_first", "iforest")
     head = "".join(f"<th>{esc(k.replace('_', ' '))}</th>" for k in keys)
     rows = []
     for i, n in enumerate(nodes[:limit], 1):

@@ -61,14 +61,16 @@ class Counter:
 
 
 def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
-                 known: Collection[int] = (), startup: Collection[int] = ()) -> Counter | None:
+                 known: Collection[int] = (), startup: Collection[int] = (),
+                 seen: Collection[int] = ()) -> Counter | None:
     """The iteration counter of a job, or ``None`` when nothing counts steps.
 
     ``known``: template-store ids of the counters healthy runs of the same configuration
     advanced (``l4.phases.Timeline.counters``); ``startup``: those the healthy runs
-    printed before their counter started (``Timeline.startup_ids``).
+    printed before their counter started (``Timeline.startup_ids``); ``seen``: every
+    line they printed.
     """
-    marker = choose_marker(job, profile, stages, known, startup)
+    marker = choose_marker(job, profile, stages, known, startup, seen)
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
@@ -94,7 +96,8 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
-                  known: Collection[int] = (), startup: Collection[int] = ()) -> int | None:
+                  known: Collection[int] = (), startup: Collection[int] = (),
+                  seen: Collection[int] = ()) -> int | None:
     """The event column that counts iterations.
 
     The line that counted steps in healthy runs of the same configuration first (``known``:
@@ -108,12 +111,21 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
     """
     known = set(known)
     startup = set(startup) - known
+    # the healthy runs counted their steps with a line this job never printed: it never
+    # counted a step, and a line they never printed at all counts something else (an
+    # error every local rank prints once: "[0] ... [7] NCCL WARN Bootstrap : no socket
+    # interface found" is eight processes, not eight steps)
+    novel_only_counts = bool(known) and bool(seen) and not any(
+        int(job.event_ids[c]) in known for mk in job.markers for c in mk)
+    seen = set(seen)
     score: dict[int, int] = {}
     values: dict[int, list[set]] = {}
     for mk in job.markers:
         for c, track in mk.items():
             if stages[c] not in (None, "training") or int(job.event_ids[c]) in startup:
                 continue  # save/eval counters, shard and dataset progress bars, start-up
+            if novel_only_counts and int(job.event_ids[c]) not in seen:
+                continue
             seen = set(_counted(track).tolist())
             score[c] = max(score.get(c, 0), len(seen))
             values.setdefault(c, []).append(seen)
@@ -754,6 +766,31 @@ def slowed_first(job: ParsedJob, counter: Counter | None) -> np.ndarray:
     lead, rest = order[0], [first[i] for i in order[1:]]
     if first[lead] + counter.step <= min(rest):
         out[lead] = 1.0
+    return out
+
+
+def stopped_counting_first(n_nodes: int, counter: Counter | None) -> np.ndarray:
+    """Per node: 1 for the one counting node whose last count is behind every other
+    counting node's, when those others ended on the same count (within one step).
+
+    Step-locked training cannot run ahead of a rank that stopped: its peers finish at
+    most the step they were in and then wait in the next collective.  So the node that
+    died, hung or was killed is the one whose counter stopped short, whatever its log
+    says (often nothing) and whatever the peers' errors say (often more, and earlier).
+    No clock is needed.  Needs three counting nodes: with two, either may be behind.
+    """
+    out = np.zeros(n_nodes)
+    if counter is None:
+        return out
+    last = {i: float(np.nanmax(t[1])) for i, t in counter.tracks.items()
+            if t[1].size >= 2 and not np.isnan(t[1]).all()}
+    if len(last) < 3:
+        return out
+    order = sorted(last, key=last.get)
+    low, rest = order[0], [last[i] for i in order[1:]]
+    step = max(counter.step, 1.0)
+    if max(rest) - min(rest) <= step and last[low] + step <= min(rest):
+        out[low] = 1.0
     return out
 
 

@@ -88,6 +88,7 @@ _EVIDENCE_WORDS = {
     "named_by_peers": "its peers' errors name it",
     "slowed_first": "slowed down before the others",
     "first_to_stop": "stopped seconds before the others, which stopped together",
+    "stopped_counting_first": "its step counter stopped behind every other node's",
     "specific": "errors of its own",
     "odd_measurements": "its timers disagree with all others",
     "odd_in_symptom": "its copy of the failure line every node printed differs from all others'",

@@ -39,7 +39,7 @@ import numpy as np
 
 from l4.clocks import clock_offsets
 from l4.crossjob import CrossJobResult
-from l4.iterations import find_counter, slowed_first
+from l4.iterations import find_counter, slowed_first, stopped_counting_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
 from l4.profiles import choose_profile
@@ -64,6 +64,8 @@ W_FIRST = 0.3
 #: the one node whose copy of the job-wide failure line says something else
 #: (``odd_in_symptom``)
 W_APART = 0.3
+#: the one node whose counter stopped behind every other's (``stopped_counting_first``)
+W_BEHIND = 0.3
 #: how far (as a factor) a node's measurement must be from the other nodes' median
 ODD_FACTOR = 3.0
 #: Messages in which the scheduler or launcher names the node that failed (group ``host``,
@@ -453,11 +455,13 @@ def _writer_rank(text: str) -> int | None:
     return None if m is None else int(next(g for g in m.groups() if g is not None))
 
 
-def _slowed_first(job: ParsedJob) -> np.ndarray:
-    """``l4.iterations.slowed_first`` over the job's own counter."""
+def _progress(job: ParsedJob) -> tuple[np.ndarray, np.ndarray]:
+    """``l4.iterations.slowed_first`` and ``stopped_counting_first`` over the job's own
+    counter."""
     profile = choose_profile(job.templates, job.framework)
     stages = [profile.stage_of(t) for t in job.templates]
-    return slowed_first(job, find_counter(job, profile, stages))
+    counter = find_counter(job, profile, stages)
+    return slowed_first(job, counter), stopped_counting_first(job.n_nodes, counter)
 
 
 def odd_measurements(job: ParsedJob) -> np.ndarray:
@@ -615,15 +619,15 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     extra = np.stack([stop, miss], axis=1)
     iso = iforest_scores(np.hstack([feats, extra]), seed=seed)
     odd = _normalise(odd_measurements(job))
-    slow = _slowed_first(job)
+    slow, behind = _progress(job)
     lead = np.maximum(first_to_stop(job, ends), exited_first(job, cross))
     apart = odd_in_symptom(job, cross)
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
              + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead
-             + W_APART * apart) / (
+             + W_APART * apart + W_BEHIND * behind) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
                  + W_SLOW * (slow.max() > 0) + W_FIRST * (lead.max() > 0)
-                 + W_APART * (apart.max() > 0))
+                 + W_APART * (apart.max() > 0) + W_BEHIND * (behind.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     # nodes the evidence cannot tell apart (every log the same teardown, the culprit's own
@@ -647,6 +651,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "slowed_first": round(float(slow[i]), 4),
                 "first_to_stop": round(float(lead[i]), 4),
                 "odd_in_symptom": round(float(apart[i]), 4),
+                "stopped_counting_first": round(float(behind[i]), 4),
             },
         )
         for i in order

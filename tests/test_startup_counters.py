@@ -56,3 +56,40 @@ def test_a_count_past_its_total_is_no_fraction():
     assert _periods([47, 750, 677] * 4, [6] * 12) is None
     # a real fraction still is one: "7/8", then the next epoch's "1/8"
     assert _periods([5, 6, 7, 8, 1, 2, 3], [8] * 7) == (1, 8)
+
+
+def _ifname_node(path: Path, failed: bool, role: str) -> None:
+    """Eight local ranks per node; on the crashing node each of them prints NCCL's socket
+    warning once, tagged with its own device number: "[0] ... [7]"."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = int(path.stem.split("-")[1])
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write("initializing torch distributed ...\n")
+        if failed and role == "crash":
+            for k in range(8):
+                fh.write(f"host{n}:{3208120 + k}:{3208120 + k} [{k}] NCCL INFO NCCL_SOCKET_IFNAME set "
+                         "by environment to bond1\n")
+                fh.write(f"host{n}:{3208120 + k}:{3208120 + k} [{k}] bootstrap.cc:48 NCCL WARN "
+                         "Bootstrap : no socket interface found\n")
+            fh.write("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:2100, "
+                     "internal error - please report this issue to the NCCL developers\n")
+            return
+        if failed:
+            fh.write("[E ProcessGroupNCCL.cpp:616] [Rank 3] Watchdog caught collective "
+                     "operation timeout: WorkNCCL(SeqNum=1, OpType=ALLREDUCE, NumelIn=1, "
+                     "Timeout(ms)=600000) ran for 600012 milliseconds before timing out.\n")
+            return
+        for it in range(1, 61):
+            fh.write(f"[batch={it}/2000]: loss: {7.9 - it / 1e3:.4f}\n")
+        fh.write("training done\n")
+
+
+def test_a_line_each_local_rank_prints_once_counts_no_step(tmp_path, monkeypatch):
+    """The healthy runs counted steps with "[batch=k/N]"; the failed job never printed it.
+    A line they never printed at all, numbered 0..7 on one node, is eight processes, not
+    eight steps: the job died at start-up."""
+    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
+    rep = diagnose_three_nodes(tmp_path, _ifname_node)
+    assert rep["nodes"][0]["node"] == "node-1"
+    assert rep["stage"] == "initialization", rep["stage"]
+    assert not rep["iterations"], rep["iterations"]

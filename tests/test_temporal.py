@@ -137,6 +137,28 @@ def test_the_node_that_slowed_a_step_before_the_others_is_singled_out():
     assert iterations.slowed_first(job, together).tolist() == [0.0] * 4
 
 
+def _upto(last: int, every: int = 1) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    nums = np.arange(every, last + 1, every, dtype=float)
+    return np.arange(len(nums)), nums, np.full(len(nums), np.nan)
+
+
+def test_the_one_counter_behind_all_others_stopped_first():
+    """Step-locked peers finish at most the step they were in: the one node behind a pack
+    that ended together is singled out; anything less clear singles out nobody."""
+    def behind(*lasts: int, every: int = 1) -> list[float]:
+        tracks = {i: _upto(last, every) for i, last in enumerate(lasts)}
+        return iterations.stopped_counting_first(len(lasts), iterations.Counter(0, [0], tracks, float(every))).tolist()
+
+    assert behind(33, 33, 32, 33) == [0.0, 0.0, 1.0, 0.0]
+    assert behind(34, 33, 32, 33) == [0.0, 0.0, 1.0, 0.0]  # the pack within one step
+    assert behind(300, 300, 290, 300, every=10) == [0.0, 0.0, 1.0, 0.0]  # printed every 10 steps
+    assert behind(33, 33, 33, 33) == [0.0] * 4  # all together: nobody
+    assert behind(33, 32, 32, 33) == [0.0] * 4  # two behind: not one node
+    assert behind(40, 33, 32, 36) == [0.0] * 4  # a pack that did not end together
+    assert behind(33, 32) == [0.0] * 2  # two nodes: either may be behind
+    assert iterations.stopped_counting_first(3, None).tolist() == [0.0] * 3
+
+
 def _iterations(flaps: set[int], n: int = 60, early: int | None = None):
     """Records of ``n`` iterations: routine event 1, event 7 (a link's "port error") in the
     iterations ``flaps`` (and once at ``early``), then the counter line (event 3)."""

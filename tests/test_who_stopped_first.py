@@ -143,3 +143,37 @@ def test_watchdogs_that_gave_up_on_one_collective_set_the_clocks(tmp_path):
                                           for h in skews}, status="succeeded")
     report = diagnose(failed, [healthy], store_path=False)
     assert report["nodes"][0]["node"] == culprit, report["nodes"][:3]
+
+
+def _plain_log(host: str, iters: int, tail: list[str]) -> str:
+    """A node's log without any clock: its counter lines, then ``tail``."""
+    out = [f"Starting training on {host}"]
+    out += [f"[Epoch 1][Batch {it}] loss: {2 + 1 / it:.4f}, lr: 0.010000" for it in range(1, iters + 1)]
+    return "\n".join(out + tail) + "\n"
+
+
+def test_the_node_whose_counter_stopped_short_is_the_culprit(tmp_path):
+    """A node lost its power at step 33: its log just ends after step 32.  Its peers
+    finished step 33, then broke in the next collective; one of them also lost the
+    rendezvous store, an error of its own that no other node has.  No line carries a
+    clock, so nothing says who stopped first but the counter: step-locked training cannot
+    run ahead of a rank that stopped, so the one node behind every other is the culprit,
+    not the loudest peer."""
+    healthy = write_job(tmp_path / "ok", {h: _plain_log(h, 60, ["Training finished."]) for h in HOSTS},
+                        status="succeeded")
+    broken = ["RuntimeError: [gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:1436.",
+              "Training failed."]
+    logs = {
+        "dgx-0": _plain_log("dgx-0", 33, broken),
+        "dgx-1": _plain_log("dgx-1", 33, broken),
+        "dgx-2": _plain_log("dgx-2", 32, []),
+        "dgx-3": _plain_log("dgx-3", 33, broken + [
+            "torch.distributed.elastic.rendezvous.api.RendezvousConnectionError: The connection to "
+            "the C10d store has failed. See inner exception for details."]),
+    }
+    failed = write_job(tmp_path / "failed", logs)
+    report = diagnose(failed, baselines=[healthy], store_path=False)
+    first = report["nodes"][0]
+    assert first["node"] == "dgx-2", report["nodes"][:2]
+    assert first["evidence"]["stopped_counting_first"] == 1.0
+    assert all(n["evidence"]["stopped_counting_first"] == 0.0 for n in report["nodes"][1:])
