@@ -254,7 +254,8 @@ def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[i
     saved", "***** eval metrics *****"), but in a healthy run it follows every
     announcement on the same node, as often as the announcement is printed.  Of the lines
     that do, the one printed last is the end (shard-by-shard progress lines come before
-    it).  Votes go to ``ends[announcement id][closer id]``, one per announcing node.
+    it); a line of the announcement's own phase first, as another phase may follow in
+    the same gap (a save after an evaluation).  Votes go to ``ends[announcement id][closer id]``, one per announcing node.
     """
     ids = np.asarray(job.event_ids)
     phase_cols = [c for c, st in enumerate(stages) if st in ("checkpointing", "evaluation")]
@@ -263,7 +264,10 @@ def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[i
         counts = job.counts[r]
         for a in phase_cols:
             at = np.nonzero(seq == a)[0]
-            if at.size < 2:  # periodic phases only: a one-off save may be the final one
+            # periodic phases, or a one-off the loop went on after (a one-off save before
+            # the end may be the final one); a one-off's end must be a line of its own phase
+            once = at.size == 1 and bool(np.isin(seq[int(at[0]) + 1:], list(counter_cols)).any())
+            if at.size < 2 and not once:
                 continue
             bounds = np.append(at[1:], len(seq))
             seen: dict[int, int] = defaultdict(int)
@@ -275,15 +279,19 @@ def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[i
                     seen[c] += 1
                     offset[c].append(f)
             n = len(at)
-            best, where = None, -1.0
+            best, where = None, (False, -1.0)
             for c, k in seen.items():
                 if (c == a or c in counter_cols or k < max(1, 0.8 * n)
+                        or (once and stages[c] != stages[a])
                         or not (0.8 * n <= counts[c] <= 1.25 * n + 1)
                         or stages[c] in EARLY or not informative(job.templates[c])):
                     continue
-                med = float(np.median(offset[c]))
-                if med > where:
-                    best, where = c, med
+                # a phase's own report ends it ("eval: iteration 35 val_loss=1.26" after
+                # "running evaluation at iteration 35"), though a save may follow in the
+                # same gap: the last line of the phase's own kind, else the last line
+                key = (stages[c] == stages[a], float(np.median(offset[c])))
+                if key > where:
+                    best, where = c, key
             announcers[int(ids[a])] += 1
             if best is not None:
                 ends[int(ids[a])][int(ids[best])] += 1

@@ -525,13 +525,20 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
     target = float(int(last_done))
     resume = [c for c, t in enumerate(job.templates) if profile.is_resume(t)]
     for phase in ("evaluation", "checkpointing"):
-        # the line that ends a phase in healthy runs reports it, it announces nothing
-        cols = [c for c, st in enumerate(stages) if st == phase
+        # the line that ends a phase in healthy runs reports it, it announces nothing; a
+        # line merged with another of the same wording ("***** Running <*> *****" is
+        # "Running training" at start-up and "Running Evaluation" later) announces the
+        # phase its node's last copy names
+        merged = {c for c, t in enumerate(job.templates) if "<*>" in t and stages[c] != phase
+                  and profile.stage_of(t) is None}
+        cols = [c for c, st in enumerate(stages) if (st == phase or c in merged)
                 and not (timeline is not None and timeline.ends_a_phase(job, c))]
         for i in range(job.n_nodes):
             for c in cols:
                 text = job.last_examples[i].get(c)
                 if not text or job.counts[i, c] == 0:
+                    continue
+                if c in merged and profile.stage_of(text) != phase:
                     continue
                 started = job.last_line[i, c]
                 if target not in named_numbers(text) and not _after_own_count(

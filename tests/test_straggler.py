@@ -63,3 +63,33 @@ def test_healthy_spread_between_nodes_names_nobody(tmp_path):
     spec = discover(_timers_job(tmp_path / "ok", seed=3))
     job = parse_job(spec, scan_files(spec.files), TemplateStore(None))
     assert not spatial.odd_measurements(job).any()
+
+
+def _data_time_job(root, low: float):
+    """Sixteen nodes print one step line each step; the data-loading time varies fourfold
+    from node to node (2 to 9 ms), one node's is ``low`` ms."""
+    nodes = {}
+    for r in range(16):
+        data = low if r == 8 else 2.0 + (r % 8) * 0.95
+        out = [f"[rank{8 * r}]:[host node-{r}] step {it} | fwd+bwd 5694.5 ms | data {data:.1f} ms"
+               for it in range(10, 210, 10)]
+        nodes[f"node-{r}"] = "\n".join(out) + "\n"
+    return write_job(root, nodes, status="succeeded")
+
+
+def test_a_value_inside_the_nodes_own_spread_is_no_outlier(tmp_path):
+    """0.8 ms against a median of 5 ms is six times off, but the nodes' values already span
+    2 to 9 ms: the nearest other is 2 ms, so it stands apart from no one.  A value three
+    times off the nearest other does."""
+    from l4 import spatial
+    from l4.engine import parse_job, scan_files
+    from l4.ingest import discover
+    from l4.templates import TemplateStore
+
+    def odd(low: float) -> list[str]:
+        spec = discover(_data_time_job(tmp_path / f"j{low}", low))
+        job = parse_job(spec, scan_files(spec.files), TemplateStore(None))
+        return [job.nodes[i] for i in range(job.n_nodes) if spatial.odd_measurements(job)[i] > 0]
+
+    assert odd(0.8) == []
+    assert odd(0.3) == ["node-8"]

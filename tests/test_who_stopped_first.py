@@ -177,3 +177,38 @@ def test_the_node_whose_counter_stopped_short_is_the_culprit(tmp_path):
     assert first["node"] == "dgx-2", report["nodes"][:2]
     assert first["evidence"]["stopped_counting_first"] == 1.0
     assert all(n["evidence"]["stopped_counting_first"] == 0.0 for n in report["nodes"][1:])
+
+
+def _mpirun_log(k: int, *, steps: int, timeouts: int, failed: bool, launcher: bool) -> str:
+    """Node ``k`` of four, four ranks each, under mpirun (``[1,rank]<stdout>:`` prefixes)."""
+    out = []
+    for it in range(1, steps + 1):
+        out.append(f"[1,{4 * k}]<stdout>:step {it} | loss {2 + 1 / it:.4f} | time (ms): 812.0")
+    if not failed:
+        out.append(f"[1,{4 * k}]<stdout>:training done")
+        return "\n".join(out) + "\n"
+    out.append(f"[1,{4 * k}]<stdout>:saving checkpoint at step {steps}")
+    for r in range(4 * k, 4 * k + timeouts):
+        out.append(f"[1,{r}]<stdout>:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective "
+                   "operation timeout: WorkNCCL(SeqNum=4121, OpType=ALLGATHER, NumelIn=1, "
+                   "Timeout(ms)=600000) ran for 600031 milliseconds before timing out.")
+    if launcher:
+        out.append("mpirun noticed that process rank 0 with PID 4242 on node mpi-0 exited on signal 6 (Aborted).")
+    return "\n".join(out) + "\n"
+
+
+def test_the_first_rank_to_exit_on_its_own_timeout_is_no_culprit(tmp_path):
+    """A save hung on one rank of mpi-2: the other ranks of every node time out, and
+    mpirun reports rank 0 (on mpi-0) as the first process to exit.  Rank 0 exited because
+    its own watchdog fired, as every waiting rank's did: being first says nothing.  The
+    node one timeout short of the others (its hung rank never reached the collective) is
+    the culprit."""
+    names = [f"mpi-{k}" for k in range(4)]
+    healthy = write_job(tmp_path / "ok", {n: _mpirun_log(k, steps=60, timeouts=0, failed=False, launcher=False)
+                                          for k, n in enumerate(names)}, status="succeeded")
+    failed = write_job(tmp_path / "failed", {
+        n: _mpirun_log(k, steps=40, timeouts=3 if k == 2 else 4, failed=True, launcher=k == 0)
+        for k, n in enumerate(names)})
+    report = diagnose(failed, baselines=[healthy], store_path=False)
+    assert report["nodes"][0]["node"] == "mpi-2", report["nodes"][:2]
+    assert all(n["evidence"]["first_to_stop"] == 0.0 for n in report["nodes"])
