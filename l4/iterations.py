@@ -61,16 +61,14 @@ class Counter:
 
 
 def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
-                 known: Collection[int] = (), startup: Collection[int] = (),
-                 seen: Collection[int] = ()) -> Counter | None:
+                 known: Collection[int] = (), startup: Collection[int] = ()) -> Counter | None:
     """The iteration counter of a job, or ``None`` when nothing counts steps.
 
     ``known``: template-store ids of the counters healthy runs of the same configuration
     advanced (``l4.phases.Timeline.counters``); ``startup``: those the healthy runs
-    printed before their counter started (``Timeline.startup_ids``); ``seen``: every
-    line they printed.
+    printed before their counter started (``Timeline.startup_ids``).
     """
-    marker = choose_marker(job, profile, stages, known, startup, seen)
+    marker = choose_marker(job, profile, stages, known, startup)
     if marker is None:
         return None
     cols = same_counter(job, profile, stages, marker)
@@ -96,8 +94,7 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
-                  known: Collection[int] = (), startup: Collection[int] = (),
-                  seen: Collection[int] = ()) -> int | None:
+                  known: Collection[int] = (), startup: Collection[int] = ()) -> int | None:
     """The event column that counts iterations.
 
     The line that counted steps in healthy runs of the same configuration first (``known``:
@@ -111,21 +108,12 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
     """
     known = set(known)
     startup = set(startup) - known
-    # the healthy runs counted their steps with a line this job never printed: it never
-    # counted a step, and a line they never printed at all counts something else (an
-    # error every local rank prints once: "[0] ... [7] NCCL WARN Bootstrap : no socket
-    # interface found" is eight processes, not eight steps)
-    novel_only_counts = bool(known) and bool(seen) and not any(
-        int(job.event_ids[c]) in known for mk in job.markers for c in mk)
-    seen = set(seen)
     score: dict[int, int] = {}
     values: dict[int, list[set]] = {}
     for mk in job.markers:
         for c, track in mk.items():
             if stages[c] not in (None, "training") or int(job.event_ids[c]) in startup:
                 continue  # save/eval counters, shard and dataset progress bars, start-up
-            if novel_only_counts and int(job.event_ids[c]) not in seen:
-                continue
             seen = set(_counted(track).tolist())
             score[c] = max(score.get(c, 0), len(seen))
             values.setdefault(c, []).append(seen)

@@ -157,6 +157,10 @@ def only_echoes_beside_a_pack(job: ParsedJob, cross: CrossJobResult) -> np.ndarr
     # culprit, whose peers all report on it ("CheckpointException ranks: [7]", its own
     # launcher stopping its other workers first), and ``missing_symptom`` reads that one
     echoing = ~states & (severe & echo[None, :]).any(axis=1)
+    # nor one with a severe line no other node logged: that line, whatever its words ("the
+    # client socket has timed out while trying to connect" to the store), is its own
+    alone = (severe & (cross.anomalous.sum(axis=0) == 1)[None, :]).any(axis=1)
+    echoing &= ~alone
     return echoing if echoing.sum() >= 2 else out
 
 

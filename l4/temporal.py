@@ -76,8 +76,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     row = {n: i for i, n in enumerate(job.nodes)}
     r = row[ranked[0].node]
     counter = find_counter(job, profile, stages, timeline.counters if timeline else (),
-                           timeline.startup_ids() if timeline else (),
-                           timeline.phase if timeline else ())
+                           timeline.startup_ids() if timeline else ())
     if counter is not None:
         # the line that counts training steps is a training line, whatever its wording
         for c in counter.cols:
