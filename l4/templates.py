@@ -15,7 +15,6 @@ import gzip
 import json
 import logging
 import os
-import re
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,7 +26,6 @@ from drain3.template_miner_config import TemplateMinerConfig
 logging.getLogger("drain3").setLevel(logging.WARNING)
 
 SIM_TH = 0.7
-_WORD = re.compile(r"[A-Za-z]{2,}")
 DEPTH = 4
 MAX_CHILDREN = 100
 
@@ -116,7 +114,7 @@ class TemplateStore:
         similarity ignores ``<*>`` tokens, so a wildcard-heavy shape ("step <*> loss <*>")
         would otherwise never match its own cluster and get a new id on every node and job.
         """
-        cluster = self._covering(masked)
+        cluster = self.miner.match(masked, full_search_strategy="fallback")
         if cluster is not None:
             cluster.size += 1
             return int(cluster.cluster_id)
@@ -127,22 +125,8 @@ class TemplateStore:
 
     def match(self, masked: str) -> int | None:
         """Cluster id of an existing template that covers ``masked`` (no learning)."""
-        cluster = self._covering(masked)
-        return int(cluster.cluster_id) if cluster is not None else None
-
-    def _covering(self, masked: str) -> LogCluster | None:
-        """The existing template that covers ``masked``, if it says something of it.
-
-        A template of wildcards only ("<*> <*> <*> <*>", from a line of four numbers)
-        covers every line of as many tokens: "***** Running Evaluation *****" would join
-        it, and the phase it names would be lost for good in a store that has seen many
-        jobs.  A line with words never joins a template without any."""
         cluster = self.miner.match(masked, full_search_strategy="fallback")
-        if cluster is None or _WORD.search(masked) is None:
-            return cluster
-        if any(t != "<*>" and _WORD.search(t) for t in cluster.log_template_tokens):
-            return cluster
-        return None
+        return int(cluster.cluster_id) if cluster is not None else None
 
     def template(self, cluster_id: int) -> str:
         cluster = self.miner.drain.id_to_cluster.get(cluster_id)

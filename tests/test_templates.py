@@ -34,18 +34,3 @@ def test_corrupt_store_is_a_clear_error_and_untouched(tmp_path):
     with pytest.raises(ValueError, match="unreadable"):
         TemplateStore(path)
     assert path.read_bytes() == b"not a store"
-
-
-def test_a_line_with_words_never_joins_a_template_of_wildcards_only():
-    """A line of four numbers makes the template "<*> <*> <*> <*>", which covers every
-    line of four tokens.  In a store that has seen many jobs, "***** Running Evaluation
-    *****" would join it and the phase it names would be lost; it gets its own template,
-    and the numbers still group with each other."""
-    store = TemplateStore(None)
-    numbers = store.add(mask_line("12 345 6789 10"))
-    assert store.template(numbers) == "<*> <*> <*> <*>"
-    banner = store.add(mask_line("***** Running Evaluation *****"))
-    assert banner != numbers
-    assert "Evaluation" in store.template(banner) or "Running" in store.template(banner)
-    assert store.match(mask_line("***** Running Evaluation *****")) == banner
-    assert store.add(mask_line("3 14 159 2653")) == numbers
