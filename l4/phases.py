@@ -255,7 +255,8 @@ def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[i
     announcement on the same node, as often as the announcement is printed.  Of the lines
     that do, the one printed last is the end (shard-by-shard progress lines come before
     it); a line of the announcement's own phase first, as another phase may follow in
-    the same gap (a save after an evaluation).  Votes go to ``ends[announcement id][closer id]``, one per announcing node.
+    the same gap (a save after an evaluation).  Votes go to
+    ``ends[announcement id][closer id]``, one per announcing node.
     """
     ids = np.asarray(job.event_ids)
     phase_cols = [c for c, st in enumerate(stages) if st in ("checkpointing", "evaluation")]

@@ -138,8 +138,8 @@ def only_echoes_beside_a_pack(job: ParsedJob, cross: CrossJobResult) -> np.ndarr
     two or more, each stated a cause of their own.
 
     Every node that wrote to a full shared volume says "No space left on device"; the
-    one node that had nothing to write only times out waiting for them.  It differs from
-    the pack, so by counts and by its copy of the timeout it looks like the odd one out;
+    nodes that had nothing to write only time out waiting for them.  They differ from the
+    pack, so by counts and by their copies of the timeout they look like the odd ones out;
     but the job told its cause through the pack.  (A lone culprit among echoing peers is
     untouched: one node stating a cause is no pack.)"""
     n = job.n_nodes
