@@ -12,7 +12,12 @@ hangs and lost nodes lead).  Start-up failures are not included: there a silent 
 as often a missing rendezvous peer or a scheduler's doing.
 
 So such a diagnosis multiplies the hardware probability by ``SILENT_HARDWARE_ODDS``
-(product of experts; renormalised, order re-sorted).  A culprit whose own error says
+(product of experts; renormalised, order re-sorted).  The lines' own vote is flattened
+first (``p ** ECHO_WEIGHT``): all the lines there are come from the victims, and how
+confidently a collective timeout or a cancelled step reads as the network or the
+scheduler says nothing about who owns a fault that struck elsewhere.  At full weight
+(1.0) such echoes outvoted the structural evidence in most silent-culprit jobs of the
+development sets (a hung GPU, a straggler, a lost node read as platform).  A culprit whose own error says
 what went wrong (``specific`` at or above ``SILENT_BELOW``) is left to the classifier.
 
 The evaluation loop is the other way round: the same nodes had run the training loop's
@@ -35,6 +40,9 @@ SILENT_HARDWARE_ODDS = 3.0
 #: code and data (ranks that run out of evaluation batches at different steps and leave the
 #: others waiting in a collective are the classic case)
 SILENT_EVAL_USER_ODDS = 3.0
+#: how much the report's lines count when its culprit is silent (1: as much as the prior's
+#: odds say; below 1 the victims' echoes, all the lines there are, are flattened)
+ECHO_WEIGHT = 0.3
 #: the structural evidence that singled the node out without a line of its own
 STRUCTURAL = ("missing_symptom", "stopped_first", "first_to_stop", "slowed_first", "named",
               "named_by_peers", "odd_measurements")
@@ -66,6 +74,8 @@ def apply_prior(categories: Sequence[dict], report: dict) -> list[dict]:
         return cats
     team, odds = SILENT_ODDS[report["stage"]]
     for c in cats:
+        # the lines are the victims' echoes: weak evidence of the owner (ECHO_WEIGHT)
+        c["confidence"] = max(float(c["confidence"]), 1e-4) ** ECHO_WEIGHT
         if c.get("category") == team:
             c["confidence"] = float(c["confidence"]) * odds
     total = sum(float(c["confidence"]) for c in cats) or 1.0

@@ -28,6 +28,14 @@ def _load_pool(config_id: str | None, kb: Path | None) -> list[dict] | None:
     return rows or None
 
 
+def top_node(report: dict) -> str | None:
+    """The node the report ranks first, or None when it ranks none."""
+    nodes = report.get("nodes")
+    if isinstance(nodes, list) and nodes and isinstance(nodes[0], dict) and nodes[0].get("node"):
+        return str(nodes[0]["node"])
+    return None
+
+
 def attach_root_causes(report: dict, *, kb: Path | None = None) -> dict:
     """Match the report's events against the fault-pattern library (in place): adds
     ``root_causes`` (above the similarity threshold, maybe none) and ``categories`` (all
@@ -38,7 +46,7 @@ def attach_root_causes(report: dict, *, kb: Path | None = None) -> dict:
         report["root_causes_status"] = "knowledge base not installed"
         return report
     try:
-        match = match_events(report.get("events", []), kb=kb)
+        match = match_events(report.get("events", []), kb=kb, top=top_node(report))
     except Exception as exc:
         report.setdefault("warnings", []).append(f"root-cause matching failed: {exc}")
         report["root_causes_status"] = f"matching failed: {exc}"

@@ -358,7 +358,8 @@ def _informative(text: str) -> bool:
     return len(_WORD.findall(text)) >= 2 or bool(extract_codes(text))
 
 
-def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[Unit]:
+def units_from_events(events: Iterable[dict], *, max_events: int = 12,
+                      top: str | None = None) -> list[Unit]:
     """Texts to match from report events (template plus up to two example lines each).
 
     The report's first ``max_events`` events, and the culprit's first trouble wherever the
@@ -366,9 +367,16 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12) -> list[U
     louder and outrank its own first line, but what went wrong is said where the failing
     node's trouble began, so that line is matched even when it ranks below the cut.  A
     bare "Last error:" is matched together with the line after it (``_stated_causes``),
-    wherever the report ranks that line."""
+    wherever the report ranks that line.
+
+    ``top`` is the node the report ranks first (its ``nodes``); without it, the node of
+    the first event that is not an echo stands in.  The events are ordered by how
+    unusual they are, not by whose they are: a launcher's "srun: error: <host>: tasks
+    0-3: Aborted" on a victim's host can head them while the culprit the engine named
+    printed the cause (a missing module, an unreachable hub) below it."""
     events = [ev for ev in events if isinstance(ev, dict)]
-    top = _top_node(events[:max_events])
+    if top is None:
+        top = _top_node(events[:max_events])
     first = _first_trouble(events, top) if FIRST_TROUBLE else set()
     stated, wrappers = _stated_causes(events) if STATED_CAUSE else ({}, set())
     units: list[Unit] = []
@@ -908,9 +916,10 @@ def match_root_causes(events: list[dict], *, kb: Path | str | None = None, top_k
 
 
 def match_events(events: list[dict], *, kb: Path | str | None = None, top_k: int = 3,
-                 threshold: float = THRESHOLD) -> Match:
-    """Root causes and categories for report events (what ``l4 diagnose`` attaches)."""
-    return _rank(units_from_events(events), kb, top_k, decay=True, threshold=threshold)
+                 threshold: float = THRESHOLD, top: str | None = None) -> Match:
+    """Root causes and categories for report events (what ``l4 diagnose`` attaches);
+    ``top``: the node the report ranks first, whose own lines are the culprit's."""
+    return _rank(units_from_events(events, top=top), kb, top_k, decay=True, threshold=threshold)
 
 
 def match_lines(lines: list[str], *, kb: Path | str | None = None, top_k: int = 3,

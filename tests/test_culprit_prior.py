@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from l4.culprit_prior import (
+    ECHO_WEIGHT,
     SILENT_EVAL_USER_ODDS,
     SILENT_HARDWARE_ODDS,
     apply_prior,
@@ -45,7 +46,7 @@ def test_the_prior_moves_hardware_up_by_its_odds_and_renormalises():
     out = apply_prior(CATS, _report("training", specific=0.0, missing_symptom=0.3))
     conf = {c["category"]: c["confidence"] for c in out}
     assert out[0]["category"] == "hardware"
-    assert abs(conf["hardware"] / conf["platform"] - SILENT_HARDWARE_ODDS * 0.25 / 0.5) < 0.01
+    assert abs(conf["hardware"] / conf["platform"] - SILENT_HARDWARE_ODDS * (0.25 / 0.5) ** ECHO_WEIGHT) < 0.01
     assert abs(sum(conf.values()) - 1.0) < 1e-3
     assert apply_prior(CATS, _report("training", specific=0.8, stopped_first=1.0)) == CATS
 
@@ -57,9 +58,23 @@ def test_a_quiet_node_in_evaluation_points_to_the_evaluation_code():
     assert silent_culprit(report)
     out = apply_prior(CATS, report)
     conf = {c["category"]: c["confidence"] for c in out}
-    assert abs(conf["user"] / conf["platform"] - SILENT_EVAL_USER_ODDS * 0.1 / 0.5) < 0.01
-    assert abs(conf["hardware"] / conf["platform"] - 0.25 / 0.5) < 0.01  # no hardware odds here
+    assert abs(conf["user"] / conf["platform"] - SILENT_EVAL_USER_ODDS * (0.1 / 0.5) ** ECHO_WEIGHT) < 0.01
+    assert abs(conf["hardware"] / conf["platform"] - (0.25 / 0.5) ** ECHO_WEIGHT) < 0.01  # no hardware odds
     assert apply_prior(CATS, _report("evaluation", specific=0.9, stopped_first=1.0)) == CATS
+
+
+def test_loud_echoes_do_not_outvote_what_the_silent_culprit_did():
+    """A silent culprit's report holds only its victims' lines, and those read confidently
+    like the network or the scheduler (collective timeouts, a step cancelled).  They are
+    echoes, weak evidence of the owner: flattened (ECHO_WEIGHT), the node that went quiet
+    in the training loop still points to hardware."""
+    loud = [{"category": "platform", "confidence": 0.85}, {"category": "user", "confidence": 0.08},
+            {"category": "hardware", "confidence": 0.05}, {"category": "framework", "confidence": 0.02}]
+    quiet = _report("training", specific=0.06, missing_symptom=0.86, stopped_first=1.0)
+    assert apply_prior(loud, quiet)[0]["category"] == "hardware"
+    assert apply_prior(loud, _report("training", specific=0.9, stopped_first=1.0)) == loud
+    evaluation = apply_prior(loud, _report("evaluation", specific=0.06, stopped_first=1.0))
+    assert evaluation[0]["category"] == "user"
 
 
 @given(st.lists(st.floats(0.001, 1.0), min_size=4, max_size=4), st.sampled_from(
@@ -84,6 +99,7 @@ def test_a_silent_hang_reads_as_hardware_in_a_diagnosis(kb: Path):
     before = {c["category"]: c["confidence"] for c in loud["categories"]}
     after = {c["category"]: c["confidence"] for c in quiet["categories"]}
     assert loud["categories"][0]["category"] != "hardware"  # what the timeouts read like
-    # the same lines, the hardware odds of a node that went quiet on its own
-    odds = (after["hardware"] / after["platform"]) / (before["hardware"] / before["platform"])
-    assert abs(odds - SILENT_HARDWARE_ODDS) < 0.05 * SILENT_HARDWARE_ODDS, (before, after)
+    # the same lines, flattened as echoes, and the hardware odds of a node that went quiet
+    ratio = before["hardware"] / before["platform"]
+    want = SILENT_HARDWARE_ODDS * ratio ** ECHO_WEIGHT
+    assert abs(after["hardware"] / after["platform"] - want) < 0.05 * want, (before, after)
