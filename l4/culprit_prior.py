@@ -17,8 +17,9 @@ first (``p ** ECHO_WEIGHT``): all the lines there are come from the victims, and
 confidently a collective timeout or a cancelled step reads as the network or the
 scheduler says nothing about who owns a fault that struck elsewhere.  At full weight
 (1.0) such echoes outvoted the structural evidence in most silent-culprit jobs of the
-development sets (a hung GPU, a straggler, a lost node read as platform).  A culprit whose own error says
-what went wrong (``specific`` at or above ``SILENT_BELOW``) is left to the classifier.
+development sets (a hung GPU, a straggler, a lost node read as platform).  A culprit
+whose own error says what went wrong (``specific`` at or above ``SILENT_BELOW``) is left
+to the classifier.
 
 The evaluation loop is the other way round: the same nodes had run the training loop's
 collectives without trouble, and what differs in evaluation is its own code and data, so

@@ -316,8 +316,9 @@ def frame_conflict(line: str, indicator: str) -> bool:
 
     A sentence embedding rates two lines that share a long frame as close whatever the
     frame says: "srun: error: <host>: tasks 0-3: Aborted (core dumped)" and "srun: error:
-    <host>: task 5: Out Of Memory" are 0.82 apart, as are "CUDA error: an illegal memory
-    access was encountered" and "CUDA error: unspecified launch failure".  What differs
+    <host>: task 5: Out Of Memory" have a cosine similarity of 0.82; "CUDA error: an
+    illegal memory access was encountered" and "CUDA error: unspecified launch failure"
+    share their frame the same way.  What differs
     after the shared start (and before a shared end) is the statement; when both sides
     state something in words and share none of them, the two lines report different
     faults in one logger's frame.  A shared start that ends a sentence ("Weights only
