@@ -25,6 +25,7 @@ from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.profiles import Profile
 from l4.scan import RATE, unwrap_counts
+from l4.severity import reports_trouble
 
 WINDOW = 10
 
@@ -122,8 +123,14 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
         # counter needs five, and must not be the printing rank's number
         if job.event_ids[c] in known:
             continue
-        weak = score[c] < (3 if profile.marker_rank(job.templates[c]) == 2 else 5)
-        if weak or _counts_ranks(sets):
+        rank = profile.marker_rank(job.templates[c])
+        weak = score[c] < (3 if rank == 2 else 5)
+        # an error report's advancing fields count packets, retries or offsets
+        # ("NCCL WARN NET/IB : Got completion ... len=..."), not the job's steps; and
+        # where healthy runs of this configuration counted their steps with a line of
+        # their own, a line no rule calls an iteration line counts something else
+        if (weak or _counts_ranks(sets) or reports_trouble(job.templates[c])
+                or (known and rank == 0)):
             del score[c]
     if not score:
         return None

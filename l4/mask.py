@@ -31,6 +31,11 @@ _WHO_RE = re.compile(
     r"|(?!(?:epoch|step|iter|iteration|batch|layer|loss|stage|phase|round|part|test)\d)"
     r"[a-z][a-z]*\d[a-z\d]*(?:\.[a-z][\w\-]*)*: "
     r"|\[\d+,\d+\]<std(?:out|err)>:"
+    # mpirun's tagged output as SageMaker writes it: "[1,mpirank:22,algo-6]<stderr>:"
+    r"|\[\d+,mpirank:\d+,[\w.\-]+\]<std(?:out|err)>:"
+    # a process gatherer's origin tag: Ray's "(WorkerDict pid=3182044, ip=10.0.0.7) ",
+    # SkyPilot's "(worker2, rank=2, pid=356686, ip=10.239.77.30) "
+    r"|\([^()\n]{0,80}\bpid=\d+[^()\n]{0,60}\) "
     r"|\[pod/[^\]\s]+\] "
     r")"
 )

@@ -22,8 +22,9 @@ import numpy as np
 from l4.merge import ParsedJob
 
 IPV4 = re.compile(r"(?<![\d.])((?:\d{1,3}\.){3}\d{1,3})(?![\d.])")
-# "(WorkerDict pid=3182044, ip=192.168.54.27) msg", "[10.0.0.7] msg"
-_LEAD_GROUP = re.compile(r"^\s*[(\[]([^()\[\]]{1,160})[)\]]\s")
+# "(WorkerDict pid=3182044, ip=192.168.54.27) msg", "[10.0.0.7] msg", and mpirun's tagged
+# output as SageMaker prints it: "[1,mpirank:22,algo-6]<stderr>:msg"
+_LEAD_GROUP = re.compile(r"^\s*[(\[]([^()\[\]]{1,160})[)\]](?:\s|<std(?:out|err)>:)")
 # "worker-3: msg" (pdsh, clush)
 _LEAD_HOST = re.compile(r"^\s*([A-Za-z][\w.-]{2,}):\s")
 
@@ -68,6 +69,26 @@ def relayed(job: ParsedJob, ids: dict[str, int]) -> np.ndarray:
             origin = {ids[t] for t in (*ips, *words) if t in ids}
             if origin and j not in origin:
                 out[j, c] = True
+    return out
+
+
+def relay_origins(job: ParsedJob, ids: dict[str, int]) -> np.ndarray:
+    """(nodes, events) bool: event ``c`` was printed on behalf of node ``i`` by another
+    node's log (its leading origin group names ``i``).
+
+    When one process gathers every node's output (mpirun on SageMaker writes all ranks'
+    lines, each tagged "[1,mpirank:22,algo-6]<stderr>:", into the first host's log) the
+    origin's own file holds almost nothing: the relayed lines are its evidence.  Read
+    from the first and last example of each event, as ``relayed`` reads them."""
+    out = np.zeros((job.n_nodes, len(job.templates)), dtype=bool)
+    if job.n_nodes < 2 or not ids:
+        return out
+    for j in range(job.n_nodes):
+        for c, text in _examples(job, j):
+            ips, words = lead_tokens(text)
+            for i in {ids[t] for t in (*ips, *words) if t in ids}:
+                if i != j:
+                    out[i, c] = True
     return out
 
 

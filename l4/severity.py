@@ -34,7 +34,11 @@ _CAUSE = re.compile(
     r"|fatal|panic|core dumped"
     # the environment or the code itself is wrong: it cannot be retried away
     r"|no module named|cannot import name|modulenotfounderror|importerror|undefined symbol"
-    r"|unpicklingerror|pytorchstreamreader)",
+    r"|unpicklingerror|pytorchstreamreader"
+    # a host name that does not resolve (getaddrinfo's own words, whoever prints them): a
+    # wrong address in the launch or a broken resolver, not an echo of another failure
+    r"|name or service not known|temporary failure in name resolution"
+    r"|no address associated with hostname|could not resolve host)",
     re.I,
 )
 # The last line of a Python traceback names the exception and what went wrong
@@ -128,6 +132,17 @@ def severity(template: str) -> float:
     return score
 
 
+_REPORT_LEVEL = re.compile(r"\bNCCL WARN\b|\bHCCL WARN\b|\[WARN\]|\bWARN\b:")
+
+
+@lru_cache(maxsize=65536)
+def reports_trouble(template: str) -> bool:
+    """A line logged at error level, a library's warning report ("NCCL WARN ...") or an
+    exception: whatever numbers advance in it, it does not count training steps."""
+    return bool(_LEVEL_ERR.search(template) or _REPORT_LEVEL.search(template)
+                or _EXCEPTION.match(template))
+
+
 # Messages that a node logs because *another* node failed: collective timeouts, resets,
 # launcher teardown.  They are real trouble but rarely the cause, so culprit search weighs
 # them down (the paper's propagation problem).
@@ -143,7 +158,10 @@ _SYMPTOM = re.compile(
     r"|mpirun noticed|returned a non-zero exit code|exited with non-zero status"
     r"|the first process to do so was|^exit code: <\*>$|step .* cancelled at|job .* cancelled at"
     r"|terminate called after throwing|childfailederror|elastic.*(?:failed|exitcode)"
-    r"|ei0002|notify wait|ei0006|getting socket times out|hccl.*timeout|ProcessGroupNCCL)",
+    r"|ei0002|notify wait|ei0006|getting socket times out|hccl.*timeout|ProcessGroupNCCL"
+    # a store client whose server went away: the host that ran it stopped first
+    r"|did the remote (?:server )?shut ?down or crash|connection was likely closed"
+    r"|connection to the \S+ store has failed|rendezvousconnectionerror)",
     re.I,
 )
 

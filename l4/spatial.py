@@ -43,7 +43,7 @@ from l4.iterations import find_counter, slowed_first, stopped_counting_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
 from l4.profiles import choose_profile
-from l4.relay import IPV4, relayed, relays_an_address, reports_on_others
+from l4.relay import IPV4, lead_tokens, relay_origins, relayed, relays_an_address, reports_on_others
 from l4.scan import LAST_TEXT_BYTES
 from l4.severity import is_symptom
 
@@ -430,6 +430,9 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
                 ids[token] = i
     seen: dict[str, set[int]] = {}
     own: dict[str, set[int]] = {}
+    tagged = _self_tags(job)
+    for i, ip in tagged.items():
+        seen.setdefault(ip, set()).add(i)
     for i in range(job.n_nodes):
         for c, ex in job.examples[i].items():
             if cross.anomalous[i, c]:
@@ -438,7 +441,7 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
                 for ip in _LOCAL_IP.findall(ex[1]):
                     own.setdefault(ip, set()).add(i)
                 continue
-            if relays_an_address(ex[1]):
+            if relays_an_address(ex[1]) and lead_tokens(ex[1])[0][:1] != [tagged.get(i)]:
                 continue  # another node's line, relayed: its addresses are not this node's
             for ip in IPV4.findall(ex[1]):
                 seen.setdefault(ip, set()).add(i)
@@ -449,6 +452,32 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
         if len(who) == 1 and not ip.startswith(("127.", "0.")):
             ids[ip] = next(iter(who))
     return ids
+
+
+def _self_tags(job: ParsedJob) -> dict[int, str]:
+    """Node -> the address in the origin tag that most of its own lines carry.
+
+    A gatherer that prefixes every line with where it came from (SkyPilot's "(worker2,
+    rank=2, pid=356686, ip=10.0.0.3) ") writes that prefix into the node's own log too:
+    there the tag names the node itself, and is no relay.  Only an address that one
+    node's lines carry mostly, and no other node's mostly, counts."""
+    mine: dict[int, str] = {}
+    for i in range(job.n_nodes):
+        # by lines, not by events: a driver relays a dying worker's traceback (a dozen
+        # events, once each) among thousands of its own tagged progress lines
+        tally: dict[str, int] = {}
+        for c, ex in job.examples[i].items():
+            ips = lead_tokens(ex[1])[0]
+            if ips:
+                tally[ips[0]] = tally.get(ips[0], 0) + int(job.counts[i, c])
+        if tally:
+            ip, k = max(tally.items(), key=lambda kv: kv[1])
+            if k >= 0.5 * float(job.counts[i].sum()):
+                mine[i] = ip
+    counts: dict[str, int] = {}
+    for ip in mine.values():
+        counts[ip] = counts.get(ip, 0) + 1
+    return {i: ip for i, ip in mine.items() if counts[ip] == 1}
 
 
 def named_by_peers(job: ParsedJob, cross: CrossJobResult,
@@ -654,8 +683,14 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     named = named_failed(job, cross, ids)
     peers = named_by_peers(job, cross, ids)  # a relayed line names the node it came from
     if relay.any():
-        cross = replace(cross, anomalous=cross.anomalous & ~relay,
-                        excess=np.where(relay, 0.0, cross.excess))
+        # the relayed lines are their origin's trouble: it inherits them (as much excess
+        # as the relaying node showed), however little its own file holds
+        origin = relay_origins(job, ids) & (cross.anomalous & relay).any(axis=0)[None, :]
+        carried = np.where(relay, cross.excess, 0.0).max(axis=0)
+        cross = replace(cross, anomalous=(cross.anomalous & ~relay) | origin,
+                        excess=np.where(relay, 0.0,
+                                        np.where(origin, np.maximum(cross.excess, carried[None, :]),
+                                                 cross.excess)))
     # scaled against one clear cause on one node, not against the loudest node: when all
     # anybody logged is echoes (timeouts after a straggler), the loudest echo is no culprit
     raw = specific_trouble(job, cross)

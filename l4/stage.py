@@ -420,6 +420,7 @@ def _dump_hint(job: ParsedJob, profile: Profile, r: int, anom: np.ndarray,
     first):" and the crashing thread's frames.  Only frames count, not the header's words."""
     near = [c for c in anom.tolist()
             if 0 <= int(job.first_pos[r, c]) - first <= DUMP_REACH]
+    library: str | None = None
     for c in sorted(near, key=lambda c: job.first_pos[r, c]):
         ex = job.examples[r].get(c)
         ctx = ex[2] if ex else []
@@ -428,7 +429,11 @@ def _dump_hint(job: ParsedJob, profile: Profile, r: int, anom: np.ndarray,
         hint = _first_hint(profile, frames, ruled_out)
         if hint:
             return hint
-    return None
+        if library is None:
+            # as for a traceback: a library frame by its function, when the program's own
+            # frames name nothing ("line 1880 in destroy_process_group" under "<module>")
+            library = _first_hint(profile, [f for f in ctx if 'File "' in f], ruled_out)
+    return library
 
 
 def _first_hint(profile: Profile, texts: list[str],
@@ -474,6 +479,12 @@ def _training_finished(job: ParsedJob, cross: CrossJobResult, stages: list[str |
         if not seen_train.size:
             continue
         p_i, _, _ = onset(job, cross, i)
+        # an echo of a peer's failure is trouble too: the healthy-looking lines a node
+        # prints after it (a rendezvous shutting down, as every healthy run's end does)
+        # are its teardown, not the end of its training
+        trouble = first[cross.anomalous[i] & (cross.severity >= 0.5) & (first >= 0)]
+        if trouble.size:
+            p_i = min(p_i, int(trouble.min()))
         ok = fin & ~cross.anomalous[i] & (first > seen_train.min()) & (first < p_i)
         if ok.any():
             return True

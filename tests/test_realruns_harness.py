@@ -94,6 +94,63 @@ def test_the_culprits_exception_is_the_indicator_and_its_frames_are_context() ->
     assert got[6] == ("symptoms", "launcher_teardown")
 
 
+def test_newer_kinds_start_at_their_own_seeds_and_older_seeds_keep_their_faults() -> None:
+    """Adding fault kinds must not re-plan a case already run: seeds below NEW_KINDS_FROM keep
+    their kind, node and iteration; from there on every newer kind is planned, each where
+    its mechanism makes one node the culprit."""
+    assert make_runs.plan_case("dev", 728)[1] == make_runs.Injection("straggler", 2, 1, 14)
+    assert make_runs.plan_case("dev", 849)[1].kind == "sigsegv"
+    assert make_runs.plan_case("heldout", 9319)[1].kind == "sigstop"
+    assert len(make_runs.ORDER["dev"]) == len(make_runs.ORDER["heldout"]) == 16
+    for set_name, start in make_runs.NEW_KINDS_FROM.items():
+        plans = [make_runs.plan_case(set_name, s) for s in range(start, start + 80)]
+        kinds = {inj.kind for _, inj in plans}
+        assert set(make_runs.NEW_KINDS) <= kinds
+        assert set(make_runs.ORDER[set_name]) <= kinds
+        for cfg, inj in plans:
+            if inj.kind == "port_in_use":  # the store's node, which only static rendezvous pins
+                assert inj.node == 0 and cfg.rdzv == "static"
+            if inj.kind == "wrong_master":  # node 0 hosts the store whatever it is told
+                assert inj.node > 0
+
+
+BAD_SAMPLE_TB = [
+    "[rank3]: Traceback (most recent call last):",
+    '[rank3]:   File "/tmp/l4rr/job/gpu-a18/code/train.py", line 344, in main',
+    "[rank3]:     w = BUCKET_WEIGHTS[bucket]",
+    "[rank3]:         ~~~~~~~~~~~~~~^^^^^^^^",
+    "[rank3]: IndexError: index 8 is out of bounds for dimension 0 with size 4",
+]
+MISMATCH_TB = [
+    "[rank1]: Traceback (most recent call last):",
+    '[rank1]:   File "/tmp/l4rr/job/cn211/code/train.py", line 282, in main',
+    '[rank1]:     model.load_state_dict(state["model"])',
+    "[rank1]: RuntimeError: Error(s) in loading state_dict for Sequential:",
+    "[rank1]: \tsize mismatch for 0.weight: copying a param with shape torch.Size([48, 32]) from "
+    "checkpoint, the shape in current model is torch.Size([64, 32]).",
+]
+
+
+@pytest.mark.parametrize(("kind", "tb", "key"), [("bad_sample", BAD_SAMPLE_TB, [3, 5]),
+                                                 ("weights_mismatch", MISMATCH_TB, [3, 4, 5])])
+def test_newer_kinds_name_the_failing_call_and_the_exception(kind: str, tb: list[str], key: list[int]) -> None:
+    got = {no: (role, k) for no, role, k in rtruth.classify_file(tb, culprit=True, kind=kind)}
+    assert [no for no, (role, k) in got.items() if role == "indicators" and k == kind] == key
+    assert got[1] == ("indicators", f"{kind}:context")
+    # the same lines on a victim's node are no indicator
+    assert not [r for _, r, _ in rtruth.classify_file(tb, culprit=False, kind=kind) if r == "indicators"]
+
+
+def test_a_name_that_does_not_resolve_is_the_wrong_masters_indicator() -> None:
+    line = ("[W1205 04:06:22.118648623 socket.cpp:764] [c10d] The IPv6 network addresses of "
+            "(trn-70-, 38495) cannot be retrieved (gai error: -2 - Name or service not known).")
+    assert rtruth.classify_file([line], culprit=True, kind="wrong_master") == [(1, "indicators", "wrong_master")]
+    port = ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local "
+            "network address. port: 29612, useIpv6: false, code: -98, name: EADDRINUSE, message: "
+            "address already in use")
+    assert rtruth.classify_file([port], culprit=True, kind="port_in_use") == [(1, "indicators", "port_in_use")]
+
+
 def test_a_victims_file_has_no_indicator() -> None:
     lines = ["[default1]:" + x for x in VICTIM_TB] + LAUNCHER
     got = rtruth.classify_file(lines, culprit=False, kind="missing_module")

@@ -69,13 +69,27 @@ FAULTS: dict[str, tuple[str, bool, bool]] = {
     "ckpt_enospc": ("checkpointing", False, False),
     "missing_eval_file": ("evaluation", False, False),
     "final_save_fail": ("finalization", False, False),
+    # added with seeds NEW_KINDS_FROM and up (earlier seeds keep the faults they were run with)
+    "bad_sample": ("training", True, True),
+    "weights_mismatch": ("model_loading", False, False),
+    "port_in_use": ("initialization", False, False),
+    "wrong_master": ("initialization", False, False),
 }
 # held-out cases see the kinds in another order, so the same seed offset is another fault
 ORDER = {
-    "dev": list(FAULTS),
+    "dev": list(FAULTS)[:16],  # the kinds before NEW_KINDS, in the order they were written
     "heldout": ["missing_shard", "sigsegv", "final_save_fail", "hang", "ckpt_enospc", "oom",
                 "truncated_ckpt", "node_down", "missing_eval_file", "nan", "missing_module",
                 "sigkill", "straggler", "dl_worker_kill", "bad_ifname", "sigstop"],
+}
+NEW_KINDS = ["bad_sample", "weights_mismatch", "port_in_use", "wrong_master"]
+#: from these seeds on, the plan cycles through the newer kinds too
+NEW_KINDS_FROM = {"dev": 850, "heldout": 9320}
+ORDER_NEW = {
+    "dev": ["bad_sample", *ORDER["dev"][:5], "port_in_use", *ORDER["dev"][5:10], "weights_mismatch",
+            *ORDER["dev"][10:], "wrong_master"],
+    "heldout": ["weights_mismatch", *ORDER["heldout"][:6], "wrong_master", *ORDER["heldout"][6:11],
+                "bad_sample", *ORDER["heldout"][11:], "port_in_use"],
 }
 
 HOST_SCHEMES = {
@@ -197,11 +211,21 @@ def plan_case(set_name: str, seed: int) -> tuple[Config, Injection]:
     base = SETS[set_name]
     index = (seed - base) // PER_CONFIG
     cfg = make_config(set_name, index)
-    order = ORDER[set_name]
-    kind = order[(seed - base) % len(order)]
+    if seed >= NEW_KINDS_FROM[set_name]:
+        order = ORDER_NEW[set_name]
+        kind = order[(seed - NEW_KINDS_FROM[set_name]) % len(order)]
+    else:
+        order = ORDER[set_name]
+        kind = order[(seed - base) % len(order)]
     rng = random.Random(f"{set_name}-case-{seed}")
     node = rng.randrange(cfg.n_nodes)
     lr = rng.randrange(cfg.rpn)
+    if kind == "port_in_use" and cfg.rdzv != "static":
+        kind = "wrong_master"  # with c10d every agent may host the store: no one culprit
+    if kind == "port_in_use":
+        node = 0  # a stale process holds the master port on the node that hosts the store
+    elif kind == "wrong_master":
+        node = 1 + rng.randrange(cfg.n_nodes - 1)  # node 0 hosts the store whatever it is told
     stage, has_iter, _ = FAULTS[kind]
     at = None
     if has_iter:
@@ -221,6 +245,14 @@ def plan_case(set_name: str, seed: int) -> tuple[Config, Injection]:
 # per-node host names need UTS and mount namespaces (root and util-linux ``unshare``);
 # without them static jobs still run, but torchrun reports this machine's name as host
 _CAN_UNSHARE = os.geteuid() == 0 and shutil.which("unshare") is not None
+
+
+def _typo(host: str) -> str:
+    """``host`` with two characters swapped (or one appended): a name no DNS resolves."""
+    for j in range(len(host) - 1, 0, -1):
+        if host[j] != host[j - 1]:
+            return host[: j - 1] + host[j] + host[j - 1] + host[j + 1:]
+    return host + "x"
 
 
 def _free_port() -> int:
@@ -275,6 +307,18 @@ def _apply_file_fault(node_dir: Path, cfg: Config, inj: Injection, ranks: range)
         (node_dir / "data" / "val.pt").unlink()
     elif k == "final_save_fail":
         shutil.rmtree(node_dir / "export")
+    elif k == "weights_mismatch":
+        # a stale copy of the weights, saved from a narrower model, on this node's disk
+        import torch
+
+        torch.manual_seed(seed_of(node_dir))
+        other = torch.nn.Sequential(torch.nn.Linear(32, 48), torch.nn.ReLU(), torch.nn.Linear(48, 1))
+        torch.save({"model": other.state_dict(), "step": 0}, node_dir / "init.pt")
+
+
+def seed_of(node_dir: Path) -> int:
+    """A stable seed from a node's directory name (for files a fault writes)."""
+    return sum(node_dir.name.encode())
 
 
 def _descendants(pid: int) -> list[int]:
@@ -309,6 +353,12 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
     n = len(hosts)
     world = n * cfg.rpn
     port = _free_port()
+    holder = None
+    if inj is not None and inj.kind == "port_in_use":
+        # a stale process (a previous job's store) still listens on the master port
+        holder = socket.socket()
+        holder.bind(("127.0.0.1", port))
+        holder.listen(64)
     procs, files = [], []
     for i, host in enumerate(hosts):
         node_dir = work / host
@@ -331,10 +381,14 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
                 _apply_file_fault(node_dir, cfg, inj, ranks)
         cmd = [sys.executable, "-m", "torch.distributed.run", "--nnodes", str(n),
                "--nproc-per-node", str(cfg.rpn), "--max-restarts", "0", "--monitor-interval", "1"]
+        # a node told the wrong master: a host name one typo away from the real ones
+        master = "127.0.0.1"
+        if inj is not None and i == inj.node and inj.kind == "wrong_master":
+            master = _typo(hosts[0])
         if cfg.rdzv == "static":
-            cmd += ["--node-rank", str(i), "--master-addr", "127.0.0.1", "--master-port", str(port)]
+            cmd += ["--node-rank", str(i), "--master-addr", master, "--master-port", str(port)]
         else:
-            cmd += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}",
+            cmd += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"{master}:{port}",
                     "--rdzv-id", job_id, "--rdzv-conf", "join_timeout=60"]
         if cfg.launcher_view in ("tee", "tee_logdir"):
             cmd += ["--tee", "3"]
@@ -405,6 +459,8 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
             p.wait()
     for fh in files:
         fh.close()
+    if holder is not None:
+        holder.close()
     seconds = time.monotonic() - t0
     codes = {h: p.returncode for h, p in zip(hosts, procs, strict=True)}
     status = "succeeded" if all(c == 0 for c in codes.values()) else "failed"
@@ -449,7 +505,9 @@ def make_case(out: Path, set_name: str, seed: int) -> dict:
     case = out / f"case-{seed}"
     case.mkdir(parents=True, exist_ok=True)
     hosts = cfg.hosts[: cfg.n_nodes]
-    limit = 45.0 if inj.kind == "straggler" else 150.0
+    # a straggler runs until the time limit; a node that cannot reach the master (or the
+    # peers of a store host that never started) wait until the scheduler gives up
+    limit = {"straggler": 45.0, "port_in_use": 60.0, "wrong_master": 75.0}.get(inj.kind, 150.0)
     job_id = f"{cfg.config_id}-f{seed}"
     res = run_job(case / "failed", cfg, hosts, job_id=job_id, seed=seed, inj=inj, time_limit=limit)
     for j, b in enumerate(bases):
@@ -485,9 +543,10 @@ def make_case(out: Path, set_name: str, seed: int) -> dict:
 def _category(kind: str) -> str:
     if kind in ("node_down", "sigsegv", "straggler"):
         return "hardware"
-    if kind in ("missing_module", "missing_shard", "missing_eval_file", "nan", "truncated_ckpt"):
+    if kind in ("missing_module", "missing_shard", "missing_eval_file", "nan", "truncated_ckpt",
+                "bad_sample", "weights_mismatch", "wrong_master"):
         return "user"
-    if kind in ("ckpt_enospc", "final_save_fail", "bad_ifname", "oom", "dl_worker_kill"):
+    if kind in ("ckpt_enospc", "final_save_fail", "bad_ifname", "oom", "dl_worker_kill", "port_in_use"):
         return "platform"
     return "framework"
 
@@ -509,6 +568,10 @@ _ROOT = {
     "ckpt_enospc": "checkpoint write failed: no space left on device",
     "missing_eval_file": "the evaluation data file is missing on one node",
     "final_save_fail": "the final model save failed: export directory missing",
+    "bad_sample": "a bad sample (an id outside its lookup table) in one rank's data",
+    "weights_mismatch": "a stale weights file of another model shape on one node",
+    "port_in_use": "a stale process still holds the master port on the store's node",
+    "wrong_master": "one node was launched with a wrong master address (a host name typo)",
 }
 
 

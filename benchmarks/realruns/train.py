@@ -169,6 +169,10 @@ class ShardDataset(Dataset):
         return self.x[i], self.y[i]
 
 
+#: per-bucket loss weights (every sample's bucket id indexes this table)
+BUCKET_WEIGHTS = torch.ones(4)
+
+
 def build_model() -> torch.nn.Module:
     return torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
 
@@ -316,7 +320,7 @@ def main() -> int:
         t0 = time.perf_counter()
         if mine and fault == "straggler" and it >= fault_at:
             slow = 1.5
-        if mine and it == fault_at and fault not in ("straggler", "nan"):
+        if mine and it == fault_at and fault not in ("straggler", "nan", "bad_sample"):
             inject(fault, loader_iter)
         try:
             x, y = next(loader_iter)
@@ -329,7 +333,13 @@ def main() -> int:
                 bar = new_bar(epoch)
         if mine and fault == "nan" and it >= fault_at:
             x = x * float("nan")  # one rank's data goes bad
-        loss = torch.nn.functional.mse_loss(ddp(x).squeeze(-1), y)
+        # every sample carries a bucket id that weighs its loss (all buckets weigh 1): a
+        # sample with an id outside the table is a real user-data bug, found by indexing
+        bucket = torch.zeros(y.shape[0], dtype=torch.long)
+        if mine and fault == "bad_sample" and it == fault_at:
+            bucket[-1] = len(BUCKET_WEIGHTS) + 3 + local_rank
+        w = BUCKET_WEIGHTS[bucket]
+        loss = (w * (ddp(x).squeeze(-1) - y) ** 2).mean()
         if not torch.isfinite(loss):
             raise FloatingPointError(f"Loss is {loss.item()} at iteration {it}, stopping training")
         opt.zero_grad()

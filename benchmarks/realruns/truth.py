@@ -36,6 +36,10 @@ INDICATORS: dict[str, re.Pattern] = {
                               r"unexpected pos"),
     "missing_eval_file": re.compile(r"No such file or directory: .*val\.pt"),
     "final_save_fail": re.compile(r"Parent directory .* does not exist"),
+    "bad_sample": re.compile(r"IndexError: index -?\d+ is out of bounds"),
+    "weights_mismatch": re.compile(r"Error\(s\) in loading state_dict|size mismatch for "),
+    "port_in_use": re.compile(r"EADDRINUSE|address already in use"),
+    "wrong_master": re.compile(r"gai error|Name or service not known|failed to connect to any network"),
     "hang": re.compile(r"(?!)"),
     "sigstop": re.compile(r"(?!)"),
     "node_down": re.compile(r"(?!)"),
@@ -47,6 +51,8 @@ KEY_FRAMES: dict[str, re.Pattern] = {
     "ckpt_enospc": re.compile(r"torch\.save\(|_save\(|zipfile\.write_record"),
     "final_save_fail": re.compile(r"torch\.save\("),
     "truncated_ckpt": re.compile(r"torch\.load\(|_open_zipfile_reader|PyTorchFileReader"),
+    "weights_mismatch": re.compile(r"load_state_dict\("),
+    "bad_sample": re.compile(r"BUCKET_WEIGHTS\[bucket\]"),
 }
 
 PEER = re.compile(
