@@ -50,6 +50,11 @@ def spread_steps(end: float, step: float) -> tuple[int, int]:
     return int(round(first + width / 4)), int(round(first + 3 * width / 4))
 
 
+#: the last completed step of a failure in a validation or a save: below the interval
+#: in progress (5.0 in ``l4.iterations.suspicious_iterations``), above everything else
+PHASE_DONE_SCORE = 4.9
+
+
 @dataclass
 class TemporalResult:
     stage: str
@@ -97,6 +102,12 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         focus = [row[s.node] for s in ranked[:3]] + list(counter.tracks)[:3]
         scores = suspicious_iterations(job, cross, counter, focus,
                                        current if stage in LOOP else None)
+        if stage in ("evaluation", "checkpointing") and current is not None:
+            # a validation or a save runs between steps: after the last completed one,
+            # which names it as well as the interval in progress does (a job's own "saving
+            # checkpoint at iteration 360"); it comes right after the interval
+            done = int(current - counter.step)
+            scores[done] = max(scores.get(done, 0.0), PHASE_DONE_SCORE)
         if stage == "training":
             # the step itself, next to the interval the job would have printed it in (an
             # evaluation or save runs between steps: the time since says nothing of steps)

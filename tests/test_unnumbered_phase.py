@@ -50,6 +50,10 @@ def test_an_announcement_after_the_last_count_dates_the_phase(tmp_path, monkeypa
     rep = diagnose_three_nodes(tmp_path, _announcing(words))
     assert rep["nodes"][0]["node"] == "node-1", rep["nodes"]
     assert rep["stage"] == "evaluation"
+    # the validation ran after the step it followed: that step comes right after the
+    # interval in progress, as strongly, whatever slow or odd steps came before
+    first, second = rep["iterations"][:2]
+    assert second["iteration"] == HANG_AFTER and second["score"] >= 0.9 * first["score"], rep["iterations"]
 
 
 def _json_log(path: Path, failed: bool, role: str) -> None:
