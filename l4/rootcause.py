@@ -73,6 +73,7 @@ _CODE_RULES: list[tuple[re.Pattern[str], str | None]] = [
     (re.compile(r"\bConnection refused\b|(?-i:\bECONNREFUSED\b)", re.I), "ECONNREFUSED"),
     (re.compile(r"\bConnection reset by peer\b|(?-i:\bECONNRESET\b)", re.I), "ECONNRESET"),
     (re.compile(r"\bBroken pipe\b|(?-i:\bEPIPE\b)", re.I), "EPIPE"),
+    (re.compile(r"\bAddress already in use\b|(?-i:\bEADDRINUSE\b)|errno:? 98\b", re.I), "EADDRINUSE"),
     (re.compile(r"\bRead-only file system\b|(?-i:\bEROFS\b)", re.I), "EROFS"),
     (re.compile(r"\b(nccl(?:Remote|System|Internal|UnhandledCuda|InvalidUsage|InvalidArgument)Error)\b"), "{0}"),
     (re.compile(r"remote process exited or there was a network error", re.I), "ncclRemoteError"),

@@ -53,6 +53,10 @@ def test_pattern_embeddings_are_cached_and_refreshed_on_edit(kb: Path) -> None:
     ("OSError: [Errno 116] Stale file handle", "ESTALE"),
     ("OSError: [Errno 5] Input/output error", "EIO"),
     ("OSError: [Errno 122] Disk quota exceeded", "EDQUOT"),
+    ("torch.distributed.DistNetworkError: The server socket has failed to listen on any local network "
+     "address. port: 29500, useIpv6: false, code: -98, name: EADDRINUSE, message: address already in use",
+     "EADDRINUSE"),
+    ("The server socket has failed to bind to [::]:29500 (errno: 98 - Address already in use).", "EADDRINUSE"),
     ("failed (exitcode: -9) local_rank: 0 (pid: 1) of binary: python", "SIGKILL"),
     ("exitcode  : -11 (pid: 6421)", "SIGSEGV"),
     ("NCCL WARN NET/IB : Got completion from peer 1.2.3.4<5> with status=12 opcode=0 len=0 vendor err 129", "IBV_WC_STATUS12"),
@@ -110,6 +114,11 @@ def test_known_faults_are_recognised(kb: Path) -> None:
         "checkpoint-disk-full": ["  File \"train.py\", line 10, in save", "OSError: [Errno 28] No space left on device: '/ckpt/iter_100/model.pt'"],
         "cuda-out-of-memory": ["torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1.2 GiB. GPU 3 has a total capacity of 79 GiB"],
         "slurm-preemption": ["slurmstepd: error: *** JOB 555 ON gpu-9 CANCELLED AT 2025-01-01T00:00:00 DUE TO PREEMPTION ***"],
+        # a real torchrun's wording (torch 2.13), not the library's: the errno name is
+        # what it shares with the pattern, the exception class what it shares with others
+        "c10d-master-port-in-use": ["torch.distributed.DistNetworkError: The server socket has failed to listen "
+                                    "on any local network address. port: 50861, useIpv6: false, code: -98, "
+                                    "name: EADDRINUSE, message: address already in use"],
     }
     for pid, lines in cases.items():
         res = match_lines(lines, kb=kb)

@@ -544,9 +544,9 @@ def _category(kind: str) -> str:
     if kind in ("node_down", "sigsegv", "straggler"):
         return "hardware"
     if kind in ("missing_module", "missing_shard", "missing_eval_file", "nan", "truncated_ckpt",
-                "bad_sample", "weights_mismatch", "wrong_master"):
+                "bad_sample", "weights_mismatch", "wrong_master", "port_in_use"):
         return "user"
-    if kind in ("ckpt_enospc", "final_save_fail", "bad_ifname", "oom", "dl_worker_kill", "port_in_use"):
+    if kind in ("ckpt_enospc", "final_save_fail", "bad_ifname", "oom", "dl_worker_kill"):
         return "platform"
     return "framework"
 
