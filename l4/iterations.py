@@ -94,6 +94,10 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     return Counter(marker, cols, tracks, step, clocks, firsts, printed)
 
 
+#: a collective library's own log lines (NCCL_DEBUG=INFO and its kin)
+_LIBRARY_LOG = re.compile(r"\b[NHR]CCL (?:INFO|WARN|TRACE)\b")
+
+
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
                   known: Collection[int] = (), startup: Collection[int] = ()) -> int | None:
     """The event column that counts iterations.
@@ -123,14 +127,13 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
         # counter needs five, and must not be the printing rank's number
         if job.event_ids[c] in known:
             continue
-        rank = profile.marker_rank(job.templates[c])
-        weak = score[c] < (3 if rank == 2 else 5)
+        weak = score[c] < (3 if profile.marker_rank(job.templates[c]) == 2 else 5)
         # an error report's advancing fields count packets, retries or offsets
-        # ("NCCL WARN NET/IB : Got completion ... len=..."), not the job's steps; and
-        # where healthy runs of this configuration counted their steps with a line of
-        # their own, a line no rule calls an iteration line counts something else
+        # ("NCCL WARN NET/IB : Got completion ... len=..."), a communication library's
+        # own log its channels, peers and buffers ("NCCL INFO transport/net.cc:1012 ->
+        # 3"): not the job's steps
         if (weak or _counts_ranks(sets) or reports_trouble(job.templates[c])
-                or (known and rank == 0)):
+                or _LIBRARY_LOG.search(job.templates[c])):
             del score[c]
     if not score:
         return None
