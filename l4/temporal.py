@@ -50,8 +50,9 @@ def spread_steps(end: float, step: float) -> tuple[int, int]:
     return int(round(first + width / 4)), int(round(first + 3 * width / 4))
 
 
-#: the last completed step of a failure in a validation or a save: below the interval
-#: in progress (5.0 in ``l4.iterations.suspicious_iterations``), above everything else
+#: the last completed step of a failure in a validation or a save: just below the
+#: interval in progress (5.0 in ``l4.iterations.suspicious_iterations``), above the slow
+#: and unusual steps (at most 4.5 unless a slowdown or an alarming streak began there)
 PHASE_DONE_SCORE = 4.9
 
 
