@@ -38,7 +38,7 @@ from l4.steps import ANALYSIS, run_steps
 from l4.templates import default_store_path, open_store
 
 #: modules whose code decides what a scan contains; editing one invalidates cached scans
-SCANNER_MODULES = ("l4.scan", "l4.mask", "l4.ingest", "l4.timeparse")
+SCANNER_MODULES = ("l4.scan", "l4.mask", "l4.ingest", "l4.timeparse", "l4.gather")
 
 
 
@@ -149,7 +149,7 @@ def file_identity_key(nf: NodeFile) -> str | None:
         return None
     ident = "\0".join(
         [scanner_fingerprint(), os.path.realpath(nf.path), str(st.st_size),
-         str(st.st_mtime_ns), nf.node, nf.rel]
+         str(st.st_mtime_ns), nf.node, nf.rel, nf.origin, ",".join(nf.routed)]
     )
     return "l4-scan-" + hashlib.sha256(ident.encode("utf-8", "surrogateescape")).hexdigest()[:40]
 

@@ -74,7 +74,8 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
             if ex is None:
                 continue
             line, text, ctx = ex
-            item = {"file": job.files[i], "line": int(line), "node": job.nodes[i], "text": text}
+            where, line = job.locate(i, int(job.first_pos[i, c]), int(line))
+            item = {"file": where, "line": line, "node": job.nodes[i], "text": text}
             if ctx:
                 item["context"] = ctx
             examples.append(item)
@@ -107,7 +108,9 @@ def _odd_on(job: ParsedJob, top: int, have: set[int]) -> list[Indicator]:
     for c in sorted({c for i, c, _ in odd_cells(job) if i == top}):
         if int(job.event_ids[c]) in have or c not in job.last_examples[top]:
             continue
-        example = {"file": job.files[top], "line": int(job.last_line[top, c]),
+        last = int(job.last_pos[top, c]) if job.last_pos is not None else 0
+        where, line = job.locate(top, last, int(job.last_line[top, c]))
+        example = {"file": where, "line": line,
                    "node": job.nodes[top], "text": job.last_examples[top][c]}
         out.append(Indicator(event_id=int(job.event_ids[c]), template=job.templates[c],
                              score=ODD_SCORE, nodes=[job.nodes[top]],

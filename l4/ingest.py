@@ -55,11 +55,16 @@ class JobError(Exception):
 
 @dataclass(frozen=True)
 class NodeFile:
-    """One node's log file: its node id, absolute path and path relative to the job root."""
+    """One node's log file: its node id, absolute path and path relative to the job root,
+    and, for a file that gathers several nodes' output, which of its lines are this node's."""
 
     node: str
     path: Path
     rel: str
+    #: read only the lines tagged with this node (``l4.gather``: another node gathered them)
+    origin: str = ""
+    #: read every line but those tagged with these nodes (``l4.gather``: they are theirs)
+    routed: tuple[str, ...] = ()
 
 
 @dataclass
@@ -207,6 +212,10 @@ def discover(job_dir: str | Path) -> JobSpec:
             f"no node log files under {base} (looked for *{', *'.join(LOG_SUFFIXES)} and .gz)"
             + extra
         )
+    from l4.gather import split_gathered  # reads file heads: a gatherer is split by origin
+
+    files, notes = split_gathered(files)
+    warnings.extend(notes)
     return JobSpec(
         root=root,
         job_id=str(meta.get("job_id") or root.resolve().name),

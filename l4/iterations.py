@@ -115,10 +115,13 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
     startup = set(startup) - known
     score: dict[int, int] = {}
     values: dict[int, list[set]] = {}
-    for mk in job.markers:
+    roll = _roll_calls(job)
+    for i, mk in enumerate(job.markers):
         for c, track in mk.items():
             if stages[c] not in (None, "training") or int(job.event_ids[c]) in startup:
                 continue  # save/eval counters, shard and dataset progress bars, start-up
+            if (i, c) in roll:
+                continue  # "Waiting for host algo-7": the number is a host's
             seen = set(_counted(track).tolist())
             score[c] = max(score.get(c, 0), len(seen))
             values.setdefault(c, []).append(seen)
@@ -149,6 +152,31 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
                                      profile.marker_rank(job.templates[c]) == 2,
                                      score[c] >= 2 * _best_other(score, c),
                                      profile.marker_rank(job.templates[c]), score[c], -c))
+
+
+_NAME_TOKEN = re.compile(r"[A-Za-z][\w.-]*\d[\w.-]*")
+
+
+def _roll_calls(job: ParsedJob) -> set[tuple[int, int]]:
+    """(node, event) pairs whose advancing number is a host's: the first and the last line
+    name two different nodes of the job ("Waiting for host algo-2 to be reachable" ...
+    "algo-64"), a launcher calling the roll, not counting steps."""
+    names = {}
+    for k, node in enumerate(job.nodes):
+        for token in {node, node.split(".")[0]}:
+            names[token] = k
+    out = set()
+    for i, mk in enumerate(job.markers):
+        for c in mk:
+            first = job.examples[i].get(c)
+            last = job.last_examples[i].get(c)
+            if first is None or last is None:
+                continue
+            a = {names[t] for t in _NAME_TOKEN.findall(first[1]) if t in names}
+            b = {names[t] for t in _NAME_TOKEN.findall(last) if t in names}
+            if a and b and a != b:
+                out.add((i, c))
+    return out
 
 
 def _samplers(values: dict[int, list[set]], score: dict[int, int]) -> set[int]:

@@ -8,7 +8,7 @@ arrays indexed ``[node, event]`` that the analysis stages read.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -48,6 +48,14 @@ class ParsedJob:
     status: list[str]
     warnings: list[str] = field(default_factory=list)
     file_info: list[dict] = field(default_factory=list)
+    #: (nodes, events) record index of the last occurrence, -1 when absent
+    last_pos: np.ndarray | None = None
+    #: per node: (file, first record, line offset) of each file its stream reads, when
+    #: more than one (its own file, then its share of a gatherer's: ``l4.gather``); the
+    #: stream's line numbers run on across them, a file's own is the stream's less its offset
+    parts: list[list[tuple[str, int, int]]] = field(default_factory=list)
+    #: (nodes, events) bool: lines a gatherer's launcher printed itself (``l4.gather``)
+    launcher: np.ndarray | None = None
 
     @property
     def n_nodes(self) -> int:
@@ -56,6 +64,14 @@ class ParsedJob:
     @property
     def n_events(self) -> int:
         return len(self.event_ids)
+
+    def locate(self, i: int, pos: int, line: int) -> tuple[str, int]:
+        """(file, line in that file) of record ``pos`` at stream line ``line`` of node ``i``."""
+        name, off = self.files[i], 0
+        for rel, start, offset in (self.parts[i] if i < len(self.parts) else ()):
+            if pos >= start:
+                name, off = rel, offset
+        return name, line - off
 
     def column(self, event_id: int) -> int | None:
         try:
@@ -71,7 +87,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
     ``release`` drops each scan's per-line sequence once it has been remapped, so a job's
     memory holds one 4-byte event id per line, not two copies.
     """
-    scans = sorted(scans, key=lambda s: s.rel)
+    scans = sorted(join_gathered(scans), key=lambda s: s.rel)
     col_of: dict[int, int] = {}
     local_cols: list[np.ndarray] = []
     for scan in scans:
@@ -86,23 +102,37 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
     first_line = np.zeros((n, m), np.int64)
     last_line = np.zeros((n, m), np.int64)
     first_pos = np.full((n, m), -1, np.int64)
+    last_pos = np.full((n, m), -1, np.int64)
     first_ts = np.full((n, m), math.nan)
     last_ts = np.full((n, m), math.nan)
     seqs, markers, examples, last_examples = [], [], [], []
+    launcher = np.zeros((n, m), bool)
     for r, (scan, cols) in enumerate(zip(scans, local_cols, strict=True)):
         if len(cols):
             np.add.at(counts[r], cols, scan.counts)
             # several shapes may share an event: keep the earliest first / latest last line
             for i, c in enumerate(cols.tolist()):
-                fl = int(scan.first_line[i])
-                if first_line[r, c] == 0 or fl < first_line[r, c]:
-                    first_line[r, c] = fl
-                    first_pos[r, c] = int(scan.first_pos[i])
+                fp = int(scan.first_pos[i])  # a position orders lines of several files
+                if first_pos[r, c] < 0 or fp < first_pos[r, c]:
+                    first_line[r, c] = int(scan.first_line[i])
+                    first_pos[r, c] = fp
                     first_ts[r, c] = scan.first_ts[i]
-                last_line[r, c] = max(last_line[r, c], int(scan.last_line[i]))
+                lp = int(scan.last_pos[i]) if i < len(scan.last_pos) else int(scan.last_line[i])
+                if lp >= last_pos[r, c]:
+                    last_pos[r, c] = lp
+                    last_line[r, c] = int(scan.last_line[i])
                 lt = scan.last_ts[i] if i < len(scan.last_ts) else math.nan
                 if not math.isnan(lt) and not (lt <= last_ts[r, c]):
                     last_ts[r, c] = lt
+        if scan.launcher:
+            own = np.ones(m, bool)  # an event is the launcher's when no tagged shape has it
+            mine = np.zeros(m, bool)
+            theirs = set(scan.launcher)
+            for i, c in enumerate(cols.tolist()):
+                mine[c] = True
+                if i not in theirs:
+                    own[c] = False
+            launcher[r] = own & mine
         # event column per record, 4 bytes a line: the largest thing a diagnosis keeps
         seqs.append(cols.astype(np.uint32)[scan.seq] if scan.seq.size else np.zeros(0, np.uint32))
         if release:
@@ -110,7 +140,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
         ex: dict[int, tuple[int, str, list[str]]] = {}
         for i, val in scan.examples.items():
             c = int(cols[i])
-            if c not in ex or val[0] < ex[c][0]:
+            if c not in ex or int(scan.first_pos[i]) == first_pos[r, c]:
                 ex[c] = val
         examples.append(ex)
         last_examples.append({int(cols[i]): t for i, t in scan.last_examples.items()})
@@ -156,6 +186,9 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
         last_text=[s.last_text for s in scans],
         status=[s.status for s in scans],
         warnings=warnings,
+        last_pos=last_pos,
+        parts=[list(s.parts) for s in scans],
+        launcher=launcher,
         file_info=[
             {"file": s.rel, "node": s.node, "lines": s.n_lines, "bytes": s.size,
              "status": s.status, "error": s.error}
@@ -196,7 +229,7 @@ def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.nda
 
 
 def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
-    order = np.argsort(np.concatenate([a.lines, b.lines]), kind="stable")
+    order = np.argsort(np.concatenate([a.positions, b.positions]), kind="stable")
     out = MarkerTrack(field_step=a.field_step, width=a.width,
                       duration_field=a.duration_field or b.duration_field,
                       period=getattr(a, "period", 0.0) or getattr(b, "period", 0.0),
@@ -215,9 +248,9 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
 
 def _first_base(a: MarkerTrack, b: MarkerTrack) -> float:
     """The epochs before the first line of two tracks joined: the earlier track's."""
-    if not b.lines.size:
+    if not b.positions.size:
         return float(getattr(a, "base", 0.0) or 0.0)
-    if not a.lines.size or b.lines.min() < a.lines.min():
+    if not a.positions.size or b.positions.min() < a.positions.min():
         return float(getattr(b, "base", 0.0) or 0.0)
     return float(getattr(a, "base", 0.0) or 0.0)
 
@@ -231,3 +264,90 @@ def _counting_power(t: MarkerTrack) -> tuple[bool, int]:
 def _drops(num: np.ndarray) -> int:
     """How often a sequence of counts goes back."""
     return int((np.diff(num[~np.isnan(num)]) < 0).sum())
+
+
+def join_gathered(scans: list[NodeScan]) -> list[NodeScan]:
+    """One scan per node: a node's own file followed by its share of a gatherer's file
+    (``l4.gather``; the share is the scan marked ``gathered``)."""
+    if not any(s.gathered for s in scans):
+        return scans
+    own = {s.node: k for k, s in enumerate(scans) if not s.gathered}
+    out = list(scans)
+    drop = set()
+    for k, s in enumerate(scans):
+        if not s.gathered:
+            continue
+        j = own.get(s.node)
+        if j is None:
+            out[k] = replace(s, gathered=False, parts=[(s.rel, 0, 0)])
+            own[s.node] = k
+            continue
+        out[j] = _join(out[j], s)
+        drop.add(k)
+    return [s for k, s in enumerate(out) if k not in drop]
+
+
+def _join(a: NodeScan, b: NodeScan) -> NodeScan:
+    """Scan ``a`` then scan ``b`` as one stream of records (positions of ``b`` follow
+    ``a``'s; line numbers stay each file's, ``parts`` says which file a position is in)."""
+    index = {sh: i for i, sh in enumerate(a.shapes)}
+    shapes = list(a.shapes)
+    to = np.empty(len(b.shapes), np.int64)
+    for i, sh in enumerate(b.shapes):
+        if sh not in index:
+            index[sh] = len(shapes)
+            shapes.append(sh)
+        to[i] = index[sh]
+    m, off = len(shapes), int(a.n_records)
+    lines = int(a.n_lines)  # b's line numbers run on after a's: the stream's stay in order
+
+    def grown(arr: np.ndarray, fill: float, dtype: type) -> np.ndarray:
+        out = np.full(m, fill, dtype)
+        out[: len(arr)] = arr
+        return out
+
+    counts = grown(a.counts, 0, np.int64)
+    first_line, last_line = grown(a.first_line, 0, np.int64), grown(a.last_line, 0, np.int64)
+    first_pos, last_pos = grown(a.first_pos, 0, np.int64), grown(a.last_pos, 0, np.int64)
+    first_ts, last_ts = grown(a.first_ts, math.nan, np.float64), grown(a.last_ts, math.nan, np.float64)
+    examples, last_examples = dict(a.examples), dict(a.last_examples)
+    for i, k in enumerate(to.tolist()):
+        if not b.counts[i]:
+            continue
+        if not counts[k]:
+            first_line[k], first_pos[k] = b.first_line[i] + lines, b.first_pos[i] + off
+            first_ts[k] = b.first_ts[i]
+            if i in b.examples:
+                line, text, ctx = b.examples[i]
+                examples[k] = (line + lines, text, ctx)
+        counts[k] += b.counts[i]
+        last_line[k], last_pos[k] = b.last_line[i] + lines, b.last_pos[i] + off
+        if not math.isnan(b.last_ts[i]):
+            last_ts[k] = b.last_ts[i]
+        if i in b.last_examples:
+            last_examples[k] = b.last_examples[i]
+    markers = dict(a.markers)
+    for i, track in b.markers.items():
+        k = int(to[i])
+        moved = replace(track, positions=track.positions + off, lines=track.lines + lines)
+        if k in markers:
+            t = markers[k]
+            moved = replace(t, **{f: np.concatenate([getattr(t, f), getattr(moved, f)])
+                                  for f in ("positions", "lines", "numbers", "ts", "durations")})
+        markers[k] = moved
+    seq = np.concatenate([a.seq, to.astype(np.uint32)[b.seq] if b.seq.size else b.seq])
+    nan_first = math.isnan(a.node_first_ts)
+    return replace(
+        a, shapes=shapes, counts=counts, first_line=first_line, last_line=last_line,
+        first_pos=first_pos, last_pos=last_pos, first_ts=first_ts, last_ts=last_ts,
+        examples=examples, last_examples=last_examples, markers=markers,
+        seq=seq.astype(np.uint32), n_lines=a.n_lines + b.n_lines,
+        n_records=a.n_records + b.n_records,
+        status="ok" if "ok" in (a.status, b.status) else a.status,
+        warnings=a.warnings + b.warnings,
+        node_first_ts=b.node_first_ts if nan_first else a.node_first_ts,
+        node_last_ts=float(np.nanmax([a.node_last_ts, b.node_last_ts]))
+        if not (math.isnan(a.node_last_ts) and math.isnan(b.node_last_ts)) else math.nan,
+        last_text=b.last_text or a.last_text,
+        parts=[*(a.parts or [(a.rel, 0, 0)]), (b.rel, off, lines)],
+    )

@@ -56,7 +56,8 @@ def build_report(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             for e in events
         ],
         "root_causes": [],
-        "onset": {"node": temporal.onset_node, "line": temporal.onset_line},
+        "onset": {"node": temporal.onset_node, "file": temporal.onset_file,
+                  "line": temporal.onset_line},
         "iteration_marker": temporal.marker_template,
         "baseline": {
             "used": cross.baseline_used or cross.pool_used,

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from l4 import gather
 from l4.ingest import NodeFile, ReadStats, read_blocks
 from l4.mask import DIGIT_TABLE, is_continuation, mask_line, number_spans, numbers_in
 from l4.timeparse import parse_ts, ts_from_matrix, ts_layout
@@ -200,6 +201,7 @@ class NodeScan:
     first_line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     last_line: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     first_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    last_pos: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
     first_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     last_ts: np.ndarray = field(default_factory=lambda: np.zeros(0, np.float64))
     examples: dict[int, tuple[int, str, list[str]]] = field(default_factory=dict)
@@ -209,6 +211,12 @@ class NodeScan:
     node_first_ts: float = math.nan
     node_last_ts: float = math.nan
     last_text: str = ""
+    #: the lines are another node's share of this file (``l4.gather``), read after the
+    #: node's own file; ``parts`` says where each file's records begin in the node's stream
+    gathered: bool = False
+    parts: list[tuple[str, int, int]] = field(default_factory=list)
+    #: shapes a gatherer's file holds only on untagged lines: the gathering process's own
+    launcher: list[int] = field(default_factory=list)
 
 
 class _Lines:
@@ -265,6 +273,8 @@ class _Scanner:
         self.first_line: list[int] = []
         self.last_line: list[int] = []
         self.first_pos: list[int] = []
+        self.last_pos: list[int] = []
+        self.tagged: set[int] = set()  # shapes seen on an origin-tagged line (l4.gather)
         self.first_ts: list[float] = []
         self.last_ts: list[float] = []
         self.last_text_of: dict[int, str] = {}
@@ -314,13 +324,20 @@ class _Scanner:
                 self.first_line.append(0)
                 self.last_line.append(0)
                 self.first_pos.append(0)
+                self.last_pos.append(0)
                 self.first_ts.append(math.nan)
                 self.last_ts.append(math.nan)
         self.key_shape.append(sid)
         return kid
 
     # -- one block ------------------------------------------------------------------------
-    def feed(self, block: bytes) -> None:
+    def feed(self, block: bytes, line_nos: np.ndarray | None = None,
+             untagged: np.ndarray | None = None, implied: np.ndarray | None = None) -> None:
+        """Scan one block of whole lines.  When the block is a selection of a gatherer's
+        lines (``l4.gather``): ``line_nos`` each line's 1-based number in its file,
+        ``untagged`` which of them carry no origin tag, ``implied`` the time of the last
+        timed line of the file at or before each (nan: none yet), for lines that carry no
+        time of their own."""
         coll = block.translate(DIGIT_TABLE)
         if b"0x" in coll:
             # Hex literals (addresses, comm ids) differ on every line; mask_line turns them
@@ -348,9 +365,12 @@ class _Scanner:
         self.binary_lines += int((sids == -3).sum())
 
         rec_mask = sids >= 0
+        if untagged is not None:
+            self.tagged.update(np.unique(sids[rec_mask & ~untagged]).tolist())
         rec_sids = sids[rec_mask]
         rec_lines = np.nonzero(rec_mask)[0]  # block-relative line index of each record
-        line0 = self.n_lines  # lines before this block
+        lno = (np.arange(self.n_lines + 1, self.n_lines + n + 1, dtype=np.int64)
+               if line_nos is None else line_nos)  # each line's number in its file
         pos0 = self.n_records
         self.seq_parts.append(rec_sids.astype(np.uint32))
         if rec_sids.size:
@@ -363,23 +383,28 @@ class _Scanner:
                 seg_first = int(order[starts[j]])
                 seg_last = int(order[starts[j] + c - 1])
                 if self.counts[sid] == 0:
-                    self.first_line[sid] = line0 + int(rec_lines[seg_first]) + 1
+                    self.first_line[sid] = int(lno[rec_lines[seg_first]])
                     self.first_pos[sid] = pos0 + seg_first
                     bl = int(rec_lines[seg_first])
                     text = _decode(raw_lines[bl])
                     self.first_ts[sid] = parse_ts(text)
-                    self.examples[sid] = (line0 + bl + 1, text[:2000], _context(raw_lines, bl, sids))
+                    if implied is not None and math.isnan(self.first_ts[sid]):
+                        self.first_ts[sid] = float(implied[bl])
+                    self.examples[sid] = (int(lno[bl]), text[:2000], _context(raw_lines, bl, sids))
                 self.counts[sid] += c
-                self.last_line[sid] = line0 + int(rec_lines[seg_last]) + 1
+                self.last_line[sid] = int(lno[rec_lines[seg_last]])
+                self.last_pos[sid] = pos0 + seg_last
                 last_text = _decode(raw_lines[int(rec_lines[seg_last])][:LAST_TEXT_BYTES])
                 self.last_text_of[sid] = last_text
                 ts_last = parse_ts(last_text[:200])
+                if implied is not None and math.isnan(ts_last):
+                    ts_last = float(implied[int(rec_lines[seg_last])])
                 if not math.isnan(ts_last):
                     self.last_ts[sid] = ts_last
                 if sid in self.rejected:
                     continue
                 self._track(
-                    sid, order[starts[j] : starts[j] + c], rec_lines, raw_lines, line0, pos0, kids
+                    sid, order[starts[j] : starts[j] + c], rec_lines, raw_lines, lno, pos0, kids
                 )
         # node-level first/last timestamps (first lines and last lines only: cheap)
         if math.isnan(self.first_ts_node):
@@ -402,13 +427,19 @@ class _Scanner:
             if not math.isnan(ts):
                 self.last_ts_node = ts
                 break
+        if implied is not None and n:
+            timed = implied[~np.isnan(implied)]
+            if timed.size and math.isnan(self.first_ts_node):
+                self.first_ts_node = float(timed[0])
+            if timed.size and not (timed[-1] <= self.last_ts_node):
+                self.last_ts_node = float(timed[-1])
         self.n_lines += n
         self.n_records += int(rec_sids.size)
 
-    def _track(self, sid, seg, rec_lines, raw_lines, line0, pos0, kids) -> None:
+    def _track(self, sid, seg, rec_lines, raw_lines, lno, pos0, kids) -> None:
         """Keep samples of a shape; once they show a step counter, record all its lines."""
         if sid in self.candidates:
-            self._extend_track(self.markers[sid], seg, rec_lines, raw_lines, line0, pos0, kids)
+            self._extend_track(self.markers[sid], seg, rec_lines, raw_lines, lno, pos0, kids)
             return
         if "<*>" not in self.shapes[sid]:
             self.rejected.add(sid)  # no number, cannot count iterations
@@ -420,7 +451,7 @@ class _Scanner:
                 break
             bl = int(rec_lines[r])
             raw = raw_lines[bl]
-            samples.append((pos0 + r, line0 + bl + 1, raw, self._numbers(int(kids[bl]), raw)))
+            samples.append((pos0 + r, int(lno[bl]), raw, self._numbers(int(kids[bl]), raw)))
             taken += 1
         if len(samples) < N_SAMPLES:
             return
@@ -443,7 +474,7 @@ class _Scanner:
         self._promote(sid, fs, rows)
         rest = seg[taken:]
         if rest.size:
-            self._track(sid, rest, rec_lines, raw_lines, line0, pos0, kids)
+            self._track(sid, rest, rec_lines, raw_lines, lno, pos0, kids)
 
     def _promote(self, sid: int, fs: tuple[int, float], rows: list[list[float]]) -> None:
         """Make shape ``sid`` an iteration-marker track from its samples."""
@@ -503,7 +534,7 @@ class _Scanner:
             return numbers_in(_decode(raw))
         return [_to_float(raw[a:b]) for a, b in self._layout(kid)[1]]
 
-    def _extend_track(self, track, seg, rec_lines, raw_lines, line0, pos0, kids) -> None:
+    def _extend_track(self, track, seg, rec_lines, raw_lines, lno, pos0, kids) -> None:
         """Append a block's occurrences of a marker shape, without a regex per line.
 
         All lines of one digit-collapsed key have the same byte layout, so the timestamp and
@@ -559,7 +590,7 @@ class _Scanner:
             keep = ~other
             seg, bls, vals, ts = seg[keep], bls[keep], vals[keep], ts[keep]
             durs = durs[keep] if durs is not None else None
-        track.extend(pos0 + seg, line0 + bls + 1, vals, ts, durs)
+        track.extend(pos0 + seg, lno[bls], vals, ts, durs)
 
     def result(self, stats: ReadStats, size: int, mtime: float) -> NodeScan:
         scan = NodeScan(node=self.nf.node, rel=self.nf.rel, size=size, mtime=mtime)
@@ -570,6 +601,7 @@ class _Scanner:
         scan.first_line = np.asarray(self.first_line, dtype=np.int64)
         scan.last_line = np.asarray(self.last_line, dtype=np.int64)
         scan.first_pos = np.asarray(self.first_pos, dtype=np.int64)
+        scan.last_pos = np.asarray(self.last_pos, dtype=np.int64)
         scan.first_ts = np.asarray(self.first_ts, dtype=np.float64)
         scan.last_ts = np.asarray(self.last_ts, dtype=np.float64)
         scan.examples = self.examples
@@ -850,6 +882,26 @@ def scan_node_file(nf: NodeFile) -> NodeScan:
         return scan
     scanner = _Scanner(nf)
     stats = ReadStats()
+    if not (nf.origin or nf.routed):
+        for block in read_blocks(Path(nf.path), stats):
+            scanner.feed(block)
+        return scanner.result(stats, size, mtime)
+    # one node's share of a file that gathers several nodes' output (l4.gather)
+    names = gather.node_names([nf.node, nf.origin, *nf.routed])
+    seen = 0  # lines of the file before this block
+    clock = math.nan  # the file's last timed line so far: its lines are in time order
     for block in read_blocks(Path(nf.path), stats):
-        scanner.feed(block)
-    return scanner.result(stats, size, mtime)
+        keep, untagged = gather.select(block, nf, names)
+        n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
+        implied, clock = gather.implied_times(block, n, clock)
+        if len(keep):
+            scanner.feed(gather.sub_block(block, keep), keep + seen + 1, untagged, implied[keep])
+        seen += n
+    scan = scanner.result(stats, size, mtime)
+    if nf.routed:
+        # shapes the gathering process printed itself, never a rank (see l4.gather.select)
+        scan.launcher = sorted(set(range(len(scan.shapes))) - scanner.tagged)
+    if nf.origin:
+        scan.gathered = True
+        scan.warnings = [w for w in scan.warnings if "no log records" not in w]
+    return scan

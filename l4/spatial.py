@@ -680,6 +680,8 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     # workers' evidence (they are named by it below), not the driver's
     ids = _identities(job, cross)
     relay = relayed(job, ids) | reports_on_others(job, ids)
+    if job.launcher is not None and job.launcher.shape == relay.shape:
+        relay |= job.launcher  # a gathering launcher's reports on the job (l4.gather)
     named = named_failed(job, cross, ids)
     peers = named_by_peers(job, cross, ids)  # a relayed line names the node it came from
     if relay.any():

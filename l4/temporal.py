@@ -62,6 +62,8 @@ class TemporalResult:
     profile: str
     onset_node: str | None
     onset_line: int | None
+    #: the file the onset line is in (a node's stream can read two: ``l4.gather``)
+    onset_file: str | None = None
     iterations: list[tuple[int, float]] = field(default_factory=list)
     marker_template: str | None = None
     step: float | None = None
@@ -93,7 +95,8 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     point = onset(job, cross, r)
     current = iteration_at(job, counter, r, point, cross) if counter else None
     stage = failure_stage(job, cross, profile, stages, r, point, counter, current, timeline)
-    result = TemporalResult(stage, profile.name, job.nodes[r], point[1])
+    where = job.locate(r, point[0], point[1]) if point[1] is not None else (None, None)
+    result = TemporalResult(stage, profile.name, job.nodes[r], where[1], where[0])
     if counter is None:
         result.notes.append("no iteration counter found")
         return result

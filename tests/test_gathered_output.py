@@ -147,3 +147,97 @@ def test_a_node_tagging_its_own_lines_can_be_named_by_its_address(tmp_path) -> N
     report = diagnose(failed, baselines=[base], store_path=False)
     assert report["nodes"][0]["node"] == "sky-w2"
     assert report["nodes"][0]["evidence"]["named_by_peers"] > 0
+
+
+# --- one file that holds every node's lines is split by origin (l4.gather) ----------------
+
+
+def test_a_gatherers_file_is_read_as_each_origins_own(tmp_path) -> None:
+    """The gatherer's tagged lines become their origin's stream; the examples still point
+    at the gatherer's file, at the line that holds them."""
+    from l4.ingest import discover
+
+    failed = write_job(tmp_path / "failed", _gathered_job(30, fail=(21, "algo-4")))
+    spec = discover(failed)
+    shares = {nf.node for nf in spec.files if nf.origin}
+    assert shares == {"algo-2", "algo-3", "algo-4", "algo-5"}
+    gatherer = next(nf for nf in spec.files if nf.routed)
+    assert gatherer.node == "algo-1" and set(gatherer.routed) == shares
+    assert any("holds the tagged output of 4 other node(s)" in w for w in spec.warnings)
+
+    base = write_job(tmp_path / "ok", _gathered_job(30, fail=None), status="succeeded")
+    report = diagnose(failed, baselines=[base], store_path=False)
+    assert report["nodes"][0]["node"] == "algo-4"
+    assert report["stage"] == "training"
+    assert 21 in [it["iteration"] for it in report["iterations"][:3]]
+    lines = (failed / "logs" / "algo-1.log").read_text().splitlines()
+    seen = 0
+    for ev in report["events"]:
+        for ex in ev["examples"]:
+            if ex["node"] == "algo-4" and "ECC" in ex["text"]:
+                assert ex["file"] == "logs/algo-1.log"
+                assert lines[ex["line"] - 1] == ex["text"]
+                seen += 1
+    assert seen
+    onset = report["onset"]
+    assert onset["node"] == "algo-4" and onset["file"] == "logs/algo-1.log"
+    assert "algo-4" in lines[onset["line"] - 1]
+
+
+def test_a_plain_job_is_not_split(tmp_path) -> None:
+    """Tags that name no other node of the job ("[2025-06-03 ...]", "[rank3]:") split nothing."""
+    from l4.ingest import discover
+
+    nodes = {f"node{k}": "".join(f"[2025-06-03 16:38:{s:02d}] [rank{k}]: step {s} loss 1.0\n"
+                                 for s in range(40)) for k in range(3)}
+    spec = discover(write_job(tmp_path / "job", nodes))
+    assert not any(nf.origin or nf.routed for nf in spec.files)
+    assert len(spec.files) == 3
+
+
+def _rank0_only_job(fail: bool) -> dict[str, str]:
+    """mpirun on SageMaker as Hugging Face's Trainer prints: rank 0 alone reports progress
+    (untimed loss lines and a timed save every 10 steps), the other ranks print nothing
+    while they train; the launcher's own lines carry no tag."""
+    hosts = [f"algo-{k}" for k in range(1, 5)]
+    main = [f"2025-06-03 16:37:{k:02d},000 sagemaker-training-toolkit INFO     Waiting for host "
+            f"{h} to be reachable" for k, h in enumerate(hosts[1:], start=10)]
+    main += [_tagged(r, h, "[INFO|modeling_utils.py:3553] 2025-06-03 16:37:30,520 >> loading weights file "
+                           "/mnt/model.safetensors") for r, h in enumerate(hosts)]
+    for step in range(1, 61):
+        main.append(_tagged(0, hosts[0], f"{{'loss': {2.0 - step / 100:.4f}, 'grad_norm': 0.5, 'step': {step}}}"))
+        if step % 10 == 0:
+            main.append(_tagged(0, hosts[0], f"[INFO|trainer.py:3503] 2025-06-03 16:{40 + step // 10:02d}:00,000 "
+                                             f">> Saving model checkpoint to /opt/ml/checkpoints/checkpoint-{step}"))
+        if fail and step == 43:
+            main += [_tagged(2, "algo-3", "Traceback (most recent call last):"),
+                     _tagged(2, "algo-3", '  File "/opt/ml/code/train.py", line 19, in main'),
+                     _tagged(2, "algo-3", "    tr_loss_step = self.training_step(model, inputs)"),
+                     _tagged(2, "algo-3", "IndexError: index out of range in self"),
+                     "mpirun.real detected that one or more processes exited with non-zero status",
+                     "2025-06-03 16:45:10,000 sagemaker-training-toolkit ERROR    Reporting training FAILURE"]
+            break
+    else:
+        main.append("2025-06-03 16:47:00,000 sagemaker-training-toolkit INFO     Reporting training SUCCESS")
+    logs = {hosts[0]: "\n".join(main) + "\n"}
+    end = "16:45:11" if fail else "16:47:01"  # mpirun stops every host's daemon at the end
+    for h in hosts[1:]:
+        logs[h] = ("2025-06-03 16:37:04,004 sagemaker-training-toolkit INFO     Starting MPI run as worker node.\n"
+                   "2025-06-03 16:37:10,004 sagemaker-training-toolkit INFO     Waiting for MPI process to finish.\n"
+                   f"2025-06-03 {end},000 sagemaker-training-toolkit INFO     Orted process exited\n")
+    return logs
+
+
+def test_a_rank_that_prints_no_progress_fails_in_training_when_the_gatherer_says_so(tmp_path) -> None:
+    """The culprit's share holds its start-up lines and its traceback, nothing else: the
+    gatherer's order (its clock) and rank 0's steps place the failure in training.  The
+    launcher calling the roll of its hosts ("Waiting for host algo-3") counts no steps, and
+    its own untagged report of the failure is no sign of guilt."""
+    base = write_job(tmp_path / "ok", _rank0_only_job(False), status="succeeded")
+    failed = write_job(tmp_path / "failed", _rank0_only_job(True))
+    report = diagnose(failed, baselines=[base], store_path=False)
+    assert report["nodes"][0]["node"] == "algo-3"
+    assert report["stage"] == "training"
+    assert "Waiting for host" not in (report.get("iteration_marker") or "")
+    its = [it["iteration"] for it in report["iterations"][:3]]
+    assert any(abs(it - 44) <= 1 for it in its), its
