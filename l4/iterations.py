@@ -95,7 +95,7 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 #: a collective library's own log lines (NCCL_DEBUG=INFO and its kin)
-_LIBRARY_LOG = re.compile(r"\b[NHR]CCL (?:INFO|WARN|TRACE)\b")
+LIBRARY_LOG = re.compile(r"\b[NHR]CCL (?:INFO|WARN|TRACE)\b")
 
 
 def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
@@ -136,7 +136,7 @@ def choose_marker(job: ParsedJob, profile: Profile, stages: list[str | None],
         # own log its channels, peers and buffers ("NCCL INFO transport/net.cc:1012 ->
         # 3"): not the job's steps
         if (weak or _counts_ranks(sets) or reports_trouble(job.templates[c])
-                or _LIBRARY_LOG.search(job.templates[c])):
+                or LIBRARY_LOG.search(job.templates[c])):
             del score[c]
     if not score:
         return None

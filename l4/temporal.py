@@ -20,6 +20,7 @@ from l4.seqstep import steps_at_failure
 from l4.spatial import NodeScore
 from l4.stage import LOOP, event_stages, failure_stage
 from l4.stepclock import at_failure
+from l4.unnumbered import densify
 
 #: the estimated step in progress ranks right after the interval the job would print
 #: (5.0), before a slow spell that did not last (4.5) and the neighbouring intervals
@@ -85,6 +86,11 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     r = row[ranked[0].node]
     counter = find_counter(job, profile, stages, timeline.counters if timeline else (),
                            timeline.startup_ids() if timeline else ())
+    finer = densify(job, counter, stages, cross.anomalous)
+    if finer is not None:
+        # a line printed every few steps without a number, counted from the numbered
+        # lines around it (a save every 120 steps, a loss line every 10)
+        counter = finer
     if counter is not None:
         # the line that counts training steps is a training line, whatever its wording
         for c in counter.cols:
