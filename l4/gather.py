@@ -140,6 +140,10 @@ def select(block: bytes, nf: NodeFile,
     toolkit): its reports on the job, not a rank's output."""
     if not (nf.origin or nf.routed):
         return None
+    if nf.origin and not any(block.find(t) >= 0 for t in names if names[t] == nf.origin):
+        # the node printed nothing in this block (while a job trains, only the first
+        # rank reports): one pass of C over it, no regular expression per line
+        return np.zeros(0, np.int64), np.zeros(0, bool)
     idx, origins = tagged_lines(block, names)
     n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
     owner = np.full(n, -1, np.int64)  # -1 untagged, 1 wanted (origin) / routed away, 0 other

@@ -8,6 +8,7 @@ printed, in which order (``l4.phases``).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 from l4.crossjob import CrossJobResult
@@ -20,7 +21,7 @@ from l4.seqstep import steps_at_failure
 from l4.spatial import NodeScore
 from l4.stage import LOOP, event_stages, failure_stage
 from l4.stepclock import at_failure
-from l4.unnumbered import densify
+from l4.unnumbered import densify, report_stride
 
 #: the estimated step in progress ranks right after the interval the job would print
 #: (5.0), before a slow spell that did not last (4.5) and the neighbouring intervals
@@ -50,6 +51,11 @@ def spread_steps(end: float, step: float) -> tuple[int, int]:
     width = last - first
     return int(round(first + width / 4)), int(round(first + 3 * width / 4))
 
+
+#: the end of the interval an unnumbered report line (every k steps) would name the
+#: failure's step in: after the step itself and the signals that date the fault, before
+#: the hedges around the step (0.6, 0.5)
+REPORT_SCORE = 0.65
 
 #: the last completed step of a failure in a validation or a save: just below the
 #: interval in progress (5.0 in ``l4.iterations.suspicious_iterations``), above the slow
@@ -127,6 +133,12 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
                 job, cross, current, counter.step)
             for it in found:
                 scores.setdefault(it, EXACT_SCORE)
+            # a report line every k steps beside a counter of every step (a loss line
+            # every 20 steps under a progress bar) names the failure by its interval too
+            k = report_stride(job, counter, stages, cross.anomalous)
+            at = found[0] if found else current
+            if k and at is not None:
+                scores.setdefault(int(math.ceil(at / k) * k), REPORT_SCORE)
             if not found and current is not None and counter.step >= SPREAD_MIN_STEP:
                 # nothing tells which step of the interval it was
                 for it, sc in zip(spread_steps(current, counter.step), SPREAD_SCORES, strict=True):

@@ -13,6 +13,10 @@ holds in the same proportion (the same whole number of steps per line, at least 
 intervals, denser than the counter) becomes the counter, numbered from the anchors.  The
 framework logs before it saves or evaluates at a step, so the last line before an anchor
 is the anchor's own step.
+
+The other way round, a line that prints no number beside a counter that counts every
+step (a progress bar) reports every ``k`` steps (``report_stride``): the failure's step
+is also named by the interval that line would have reported it in.
 """
 
 from __future__ import annotations
@@ -30,6 +34,11 @@ MIN_INTERVALS = 2
 MIN_LINES_ONE = 4
 #: its lines in an interval span at least this share of the interval's records
 SPREAD = 0.5
+#: report lines that must each find the counter further by the same stride
+MIN_REPORTS = 3
+#: a report line's stride is at most this many of the counter's steps (a save every
+#: 7600 steps is no report of training's progress)
+MAX_REPORT_RATIO = 50
 
 
 def densify(job: ParsedJob, counter: Counter | None, stages: list[str | None],
@@ -38,14 +47,10 @@ def densify(job: ParsedJob, counter: Counter | None, stages: list[str | None],
     line fits.  The anchors are any numbered line of the same node that advances (the
     counter's, a save's, an evaluation's); ``k`` must be finer than the counter's step."""
     best: tuple[float, int, int, dict] | None = None
-    cols = set(counter.cols) if counter is not None else set()
     limit = counter.step if counter is not None else float("inf")
     for i in range(job.n_nodes):
         seq = job.seqs[i]
-        cands = [c for c in np.flatnonzero(job.counts[i] >= 2).tolist()
-                 if c not in cols and stages[c] in (None, "training") and not anomalous[i, c]
-                 and c not in job.markers[i] and not LIBRARY_LOG.search(job.templates[c])
-                 and not reports_trouble(job.templates[c])]
+        cands = _candidates(job, counter, stages, anomalous, i, 2)
         for anchors in _anchor_tracks(job, counter, i, anomalous, stages):
             for c in cands:
                 pos = np.flatnonzero(seq == c)
@@ -60,6 +65,18 @@ def densify(job: ParsedJob, counter: Counter | None, stages: list[str | None],
     k, _, c, tracks = best
     tracks = {i: (pos, num, np.full(len(pos), np.nan)) for i, (pos, num) in tracks.items()}
     return Counter(marker=c, cols=[c], tracks=tracks, step=float(k))
+
+
+def _candidates(job: ParsedJob, counter: Counter | None, stages: list[str | None],
+                anomalous: np.ndarray, i: int, least: int) -> list[int]:
+    """Node ``i``'s lines that may count steps without a number: printed ``least`` times
+    or more, in training or no known phase, no counter, no error report, no collective
+    library's own log line."""
+    cols = set(counter.cols) if counter is not None else set()
+    return [c for c in np.flatnonzero(job.counts[i] >= least).tolist()
+            if c not in cols and stages[c] in (None, "training") and not anomalous[i, c]
+            and c not in job.markers[i] and not LIBRARY_LOG.search(job.templates[c])
+            and not reports_trouble(job.templates[c])]
 
 
 def _anchor_tracks(job: ParsedJob, counter: Counter | None, i: int,
@@ -143,3 +160,64 @@ def _numbers(pos: np.ndarray, anchors: list[tuple[int, float]], k: int) -> np.nd
         else:
             out[sel] = aval[j] + k * (1 + np.arange(len(sel)))
     return out
+
+
+def report_stride(job: ParsedJob, counter: Counter, stages: list[str | None],
+                  anomalous: np.ndarray) -> int | None:
+    """Steps between two lines of the job's unnumbered report (a loss line every 20 steps
+    beside a progress bar that counts every one), read against the counter: the count the
+    counter had reached at each report line advances by the same whole number each time,
+    a multiple of the counter's step; or a numbered line that advances by such a stride.
+    Only beside a counter of every step: one printed every few names the interval itself.
+    The densest report when there are several (a loss line before an evaluation).  None
+    without one."""
+    if counter.step != 1:
+        return None  # a counter printed every few steps names the interval itself
+    best: tuple[int, int] | None = None  # (stride, -lines): the densest report first
+    for i, (tpos, tnum, _) in counter.tracks.items():
+        ok = ~np.isnan(tnum)
+        order = np.argsort(tpos[ok], kind="stable")
+        apos, aval = tpos[ok][order], tnum[ok][order]
+        if len(apos) < 3:
+            continue
+        seq = job.seqs[i]
+        for c in _candidates(job, counter, stages, anomalous, i, MIN_REPORTS):
+            pos = np.flatnonzero(seq == c)
+            before = np.searchsorted(apos, pos, side="left") - 1
+            if (before < 0).any():
+                pos, before = pos[before >= 0], before[before >= 0]
+            reached = aval[before]
+            diffs = np.diff(reached)
+            if len(diffs) < MIN_REPORTS - 1 or not (diffs == diffs[0]).all():
+                continue
+            k = int(diffs[0])
+            if not _reports_every(k, counter.step):
+                continue
+            if best is None or (k, -len(pos)) < best:
+                best = (k, -len(pos))
+        lo, hi = float(aval.min()) - counter.step, float(aval.max()) + counter.step
+        for c, track in job.markers[i].items():
+            # a report line that numbers its step ("'global_step/max_steps': '10825/11600'"
+            # every 25 steps under a bar of every step): its own stride
+            if (c in counter.cols or stages[c] not in (None, "training") or anomalous[i, c]
+                    or LIBRARY_LOG.search(job.templates[c])):
+                continue
+            nums = track.numbers[~np.isnan(track.numbers)]
+            if len(nums) < MIN_REPORTS or not ((nums >= lo) & (nums <= hi)).all():
+                continue
+            diffs = np.diff(nums)
+            if not (diffs == diffs[0]).all() or diffs[0] != int(diffs[0]):
+                continue
+            k = int(diffs[0])
+            if not _reports_every(k, counter.step):
+                continue
+            if best is None or (k, -len(nums)) < best:
+                best = (k, -len(nums))
+    return best[0] if best is not None else None
+
+
+def _reports_every(k: int, step: float) -> bool:
+    """A stride a report line beside a counter of ``step`` can have: a multiple of it,
+    coarser, and not too coarse."""
+    unit = int(max(step, 1))
+    return step < k <= MAX_REPORT_RATIO * unit and k % unit == 0

@@ -111,3 +111,60 @@ def test_the_step_of_a_failure_between_saves_is_read_from_the_loss_lines(tmp_pat
     its = [it["iteration"] for it in report["iterations"][:3]]
     assert any(abs(it - 210) <= 1 or abs(it - 205) <= 1 for it in its), its
     assert "loss" in (report.get("iteration_marker") or "")
+
+
+def _bar_node(rank: int, *, fail_at: int | None) -> str:
+    """accelerate + a progress bar of every step on rank 0, and a loss line every 20 steps
+    that names no step."""
+    out = ["[INFO|trainer.py:2134] 2025-06-03 16:38:16,075 >> ***** Running training *****"]
+    for step in range(1, 201):
+        if fail_at is not None and step == fail_at:
+            out += ["Traceback (most recent call last):",
+                    '  File "/opt/ml/code/train.py", line 19, in main',
+                    "    tr_loss_step = self.training_step(model, inputs)",
+                    "RuntimeError: CUDA error: an illegal memory access was encountered"]
+            break
+        if rank:
+            continue
+        out.append(f" {step * 100 // 200:2d}%|#####     | {step}/200 [00:{step // 60:02d}:{step % 60:02d}<01:00,  "
+                   "3.89s/it]")
+        if step % 20 == 0:
+            out.append(f"{{'loss': {2.0 - step / 1000:.4f}, 'grad_norm': 0.8, 'epoch': {step / 200:.2f}}}")
+    return "\n".join(out) + "\n"
+
+
+def test_a_loss_line_every_20_steps_names_the_failure_by_its_interval_too(tmp_path) -> None:
+    """Under a bar that counts every step, the step in progress is 121; the loss line
+    that reports every 20 steps would have reported it as 140: both are named."""
+    base = write_job(tmp_path / "ok", {f"n{k}": _bar_node(k, fail_at=None) for k in range(2)},
+                     status="succeeded")
+    failed = write_job(tmp_path / "failed", {f"n{k}": _bar_node(k, fail_at=121 if k == 0 else None)
+                                             for k in range(2)})
+    report = diagnose(failed, baselines=[base], store_path=False)
+    assert report["stage"] == "training"
+    its = [it["iteration"] for it in report["iterations"]]
+    assert its[0] == 121
+    assert 140 in its[:3]
+
+
+def _nanogpt_node(*, stop_after: int | None) -> str:
+    """nanoGPT: "iter N" every 10 steps; the validation reported once it is over, every 50."""
+    out = ["tokens per iteration will be: 491,520", "number of parameters: 123.59M"]
+    for it in range(10, 301, 10):
+        out.append(f"iter {it}: loss {3.0 - it / 1000:.4f}, time 6926.05ms, mfu 40.06%")
+        if stop_after is not None and it == stop_after:
+            out.append("OSError: [Errno 116] Stale file handle")
+            break
+        if it % 50 == 0:
+            out.append(f"step {it}: train loss {3.0 - it / 1000:.4f}, val loss {3.1 - it / 1000:.4f}")
+    return "\n".join(out) + "\n"
+
+
+def test_a_failure_where_the_validation_was_due_is_in_evaluation(tmp_path) -> None:
+    """nanoGPT words a validation only once it is over ("step 100: train loss 2.9, val
+    loss 3.0"): its schedule says the job was validating after iteration 150."""
+    base = write_job(tmp_path / "ok", {"n0": _nanogpt_node(stop_after=None)}, status="succeeded")
+    failed = write_job(tmp_path / "failed", {"n0": _nanogpt_node(stop_after=150)})
+    report = diagnose(failed, baselines=[base], store_path=False)
+    assert report["stage"] == "evaluation"
+    assert 150 in [it["iteration"] for it in report["iterations"][:3]]
