@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -128,12 +128,62 @@ def split_gathered(files: list[NodeFile]) -> tuple[list[NodeFile], list[str]]:
     return out, notes
 
 
-def select(block: bytes, nf: NodeFile,
+@dataclass(frozen=True)
+class TagPattern:
+    """Leading tags that name some nodes (by id or short host name).  For one node, its
+    names are found by a literal search (C's memmem) and each hit is checked to begin its
+    line as a tag, so Python sees only that node's lines; for several, every leading tag
+    is read once."""
+
+    tokens: tuple[bytes, ...]
+    nodes: frozenset[str]
+    tag: re.Pattern[bytes]
+
+    def lines(self, block: bytes, starts: np.ndarray, names: dict[bytes, str]) -> np.ndarray:
+        """Indices of the lines of ``block`` (their ``starts``) that begin with such a tag."""
+        if len(self.nodes) > 1:
+            idx, origins = tagged_lines(block, names)
+            return idx[np.fromiter((o in self.nodes for o in origins), bool, len(origins))] \
+                if len(idx) else idx
+        found = []
+        for t in self.tokens:
+            k = block.find(t)
+            while k >= 0:
+                found.append(k)
+                k = block.find(t, k + 1)
+        if not found:
+            return np.zeros(0, np.int64)
+        rows = np.unique(np.searchsorted(starts, np.asarray(found, np.int64), side="right") - 1)
+        return np.array([r for r in rows.tolist() if self.tag.match(block, int(starts[r]))],
+                        dtype=np.int64)
+
+
+def tag_pattern(nodes: list[str]) -> TagPattern:
+    """The :class:`TagPattern` of ``nodes``."""
+    tokens = sorted({t for n in nodes for t in (n, n.split(".")[0]) if len(t) >= 3},
+                    key=len, reverse=True)
+    raw = tuple(t.encode("utf-8", "surrogateescape") for t in tokens)
+    name = rb"(?<![\w.-])(?:" + b"|".join(re.escape(t) for t in raw) + rb")(?![\w.-])"
+    return TagPattern(
+        tokens=raw, nodes=frozenset(nodes),
+        tag=re.compile(rb"(?:[\[(][^\]\)\n]{0,160}?" + name + rb"[^\]\)\n]{0,160}[\])]"
+                       rb"(?:[ \t]|<std(?:out|err)>:)|" + name + rb":[ \t])"))
+
+
+def _line_index(block: bytes) -> tuple[np.ndarray, np.ndarray, int]:
+    """(start offset, end offset, count) of the lines of ``block``."""
+    nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
+    ends = nl if block.endswith(b"\n") else np.append(nl, len(block))
+    starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
+    return starts, ends, len(ends)
+
+
+def select(block: bytes, nf: NodeFile, tags: TagPattern,
            names: dict[bytes, str]) -> tuple[np.ndarray, np.ndarray] | None:
     """(indices of the lines of ``block`` that belong to ``nf``'s stream, which of them
     carry no origin tag): with ``nf.origin``, the lines tagged with that node; with
     ``nf.routed``, every line but those tagged with one of them.  None: every line (a
-    plain node file).
+    plain node file).  ``tags``: :func:`tag_pattern` of the origin, or of the routed nodes.
 
     An untagged progress-bar update right after a tagged line goes with it.  The other
     untagged lines of a gatherer are the gathering process's own (mpirun, a launcher
@@ -144,61 +194,75 @@ def select(block: bytes, nf: NodeFile,
         # the node printed nothing in this block (while a job trains, only the first
         # rank reports): one pass of C over it, no regular expression per line
         return np.zeros(0, np.int64), np.zeros(0, bool)
-    idx, origins = tagged_lines(block, names)
-    n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-    owner = np.full(n, -1, np.int64)  # -1 untagged, 1 wanted (origin) / routed away, 0 other
-    want = {nf.origin} if nf.origin else set(nf.routed)
-    if len(idx):
-        owner[idx] = np.fromiter((1 if o in want else 0 for o in origins), np.int64, len(origins))
-        idx = idx[:0]
-    bars = [m.start() for m in _BAR.finditer(block)]
-    if bars and (owner >= 0).any():
-        nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-        for i in np.unique(np.searchsorted(nl, np.asarray(bars, np.int64))).tolist():
-            if 0 < i < n and owner[i] == -1 and owner[i - 1] >= 0:
-                owner[i] = owner[i - 1]
-    keep = np.flatnonzero(owner == 1) if nf.origin else np.flatnonzero(owner != 1)
-    return keep, owner[keep] == -1
+    starts, ends, n = _line_index(block)
+    rows = tags.lines(block, starts, names)
+    tagged = np.zeros(n, bool)
+    if len(rows):
+        tagged[rows] = True
+        # a bar's later updates, untagged, right after a tagged line are that line's
+        for i in np.flatnonzero(tagged).tolist():
+            j = i + 1
+            while j < n and not tagged[j] and block[starts[j]:starts[j] + 1] not in (b"[", b"(") \
+                    and _BAR.search(block, starts[j], ends[j]):
+                tagged[j] = True
+                j += 1
+    if nf.origin:
+        keep = np.flatnonzero(tagged)
+        return keep, np.zeros(len(keep), bool)
+    keep = np.flatnonzero(~tagged)
+    untagged = np.fromiter(
+        (not _LEAD_GROUP.match(block, s) and _origin_of_host(block, s, names) is None
+         for s in starts[keep].tolist()), bool, len(keep))
+    return keep, untagged
+
+
+def _origin_of_host(block: bytes, start: int, names: dict[bytes, str]) -> str | None:
+    m = _LEAD_HOST.match(block, start)
+    return names.get(m.group(1)) if m else None
 
 
 def sub_block(block: bytes, keep: np.ndarray) -> bytes:
     """The lines ``keep`` of ``block``, each ending in a newline."""
     if not len(keep):
         return b""
-    nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-    ends = np.append(nl, len(block)) if not block.endswith(b"\n") else nl
-    starts = np.concatenate(([0], ends[:-1] + 1))
+    starts, ends, _ = _line_index(block)
     parts = [block[s:e] for s, e in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
     return b"\n".join(parts) + b"\n"
 
 
 _CLOCK = re.compile(rb"\d\d:\d\d:\d\d")
+#: lines looked back for the last timed one before an untimed line
+LOOK_BACK = 400
 
 
-def implied_times(block: bytes, n: int, clock: float) -> tuple[np.ndarray, float]:
-    """(per line of ``block``: the time of the last timed line at or before it, the time
-    to carry into the next block).  One process wrote the gatherer's file in the order
-    the lines arrived, so an untimed line (a traceback) happened after the timed line
-    before it: that is its time, as the file's clock tells it (``clock``: the last one of
-    the blocks before; nan when none)."""
-    out = np.full(n, np.nan)
-    nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
-    starts = np.concatenate(([0], nl + 1))
-    last = -1
-    for m in _CLOCK.finditer(block):
-        i = int(np.searchsorted(nl, m.start(), side="left"))
-        if i == last or i >= n:
-            continue
-        last = i
-        end = int(nl[i]) if i < len(nl) else len(block)
-        ts = parse_ts(block[int(starts[i]): end][:200].decode("utf-8", "replace"))
-        if not math.isnan(ts):
-            out[i] = ts
-    if math.isnan(out[0]) if n else False:
-        out[0] = clock
-    # forward fill
-    idx = np.where(~np.isnan(out), np.arange(n), -1)
-    np.maximum.accumulate(idx, out=idx)
-    filled = np.where(idx >= 0, out[np.maximum(idx, 0)], np.nan)
-    carry = float(filled[-1]) if n and not math.isnan(filled[-1]) else clock
-    return filled, carry
+def _time_of(block: bytes, s: int, e: int) -> float:
+    if not _CLOCK.search(block, s, min(e, s + 200)):
+        return math.nan
+    return parse_ts(block[s:min(e, s + 200)].decode("utf-8", "replace"))
+
+
+def implied_times(block: bytes, keep: np.ndarray, clock: float) -> tuple[np.ndarray, float]:
+    """(for each kept line of ``block``: the time of the last timed line of the file at or
+    before it, the time to carry into the next block).  One process wrote the gatherer's
+    file in the order the lines arrived, so an untimed line (a traceback) happened after
+    the timed line before it: that is its time, as the file's clock tells it (``clock``:
+    the last one of the blocks before; nan when none).  Lines are read back at most
+    :data:`LOOK_BACK` lines; only the kept lines' and those they look back to are parsed."""
+    starts, ends, n = _line_index(block)
+    known: dict[int, float] = {}
+
+    def at(i: int) -> float:
+        if i not in known:
+            known[i] = _time_of(block, int(starts[i]), int(ends[i]))
+        return known[i]
+
+    def before(i: int) -> float:
+        for j in range(i, max(-1, i - LOOK_BACK), -1):
+            t = at(j)
+            if not math.isnan(t):
+                return t
+        return clock if i < LOOK_BACK else math.nan
+
+    out = np.array([before(i) for i in keep.tolist()], dtype=np.float64)
+    carry = before(n - 1) if n else clock
+    return out, (clock if math.isnan(carry) else carry)

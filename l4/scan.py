@@ -888,14 +888,15 @@ def scan_node_file(nf: NodeFile) -> NodeScan:
         return scanner.result(stats, size, mtime)
     # one node's share of a file that gathers several nodes' output (l4.gather)
     names = gather.node_names([nf.node, nf.origin, *nf.routed])
+    tags = gather.tag_pattern([nf.origin] if nf.origin else list(nf.routed))
     seen = 0  # lines of the file before this block
     clock = math.nan  # the file's last timed line so far: its lines are in time order
     for block in read_blocks(Path(nf.path), stats):
-        keep, untagged = gather.select(block, nf, names)
+        keep, untagged = gather.select(block, nf, tags, names)
         n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-        implied, clock = gather.implied_times(block, n, clock)
+        implied, clock = gather.implied_times(block, keep, clock)
         if len(keep):
-            scanner.feed(gather.sub_block(block, keep), keep + seen + 1, untagged, implied[keep])
+            scanner.feed(gather.sub_block(block, keep), keep + seen + 1, untagged, implied)
         seen += n
     scan = scanner.result(stats, size, mtime)
     if nf.routed:

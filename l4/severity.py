@@ -68,6 +68,9 @@ _BENIGN = re.compile(
 )
 # a warning-level line that merely mentions trouble ("this can potentially cause a hang")
 _WARN_LEVEL = re.compile(r"^\[W[ \d]|^W\d{4}|\bWARNING\b|\[WARN\]|\w+Warning:|^warn(?:ing)?:", re.I)
+# the INFO level as loggers print it: "2025-06-03 ... INFO  msg", "[INFO] msg", "| INFO |",
+# "INFO:root:msg", glog's "I1205 04:06:22.118 ..."
+_INFO_LEVEL = re.compile(r"(?:^|[\s\[|])INFO(?:[\]\s|:]|$)|^I\d{4} ")
 _LEVEL_ERR = re.compile(r"(?:^|[\s\[|])(?:E|ERROR|CRITICAL|FATAL)(?:[\]\s|:]|$)")
 
 
@@ -127,7 +130,10 @@ def severity(template: str) -> float:
     if _WARN_LEVEL.search(template):
         # a warning can name a cause ("infoROM is corrupted") but did not stop the job
         score *= 0.45 if score >= 1.0 else 0.3
-    elif score < 1.0 and _BENIGN.search(template):
+    elif score < 1.0 and (_BENIGN.search(template) or (
+            _INFO_LEVEL.search(template) and not _LEVEL_ERR.search(template))):
+        # a line its own program logged as routine ("sagemaker-training-toolkit INFO
+        # Orted process exited") mentions trouble without being any
         score *= 0.3
     return score
 

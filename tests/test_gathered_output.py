@@ -241,3 +241,17 @@ def test_a_rank_that_prints_no_progress_fails_in_training_when_the_gatherer_says
     assert "Waiting for host" not in (report.get("iteration_marker") or "")
     its = [it["iteration"] for it in report["iterations"][:3]]
     assert any(abs(it - 44) <= 1 for it in its), its
+
+
+@pytest.mark.parametrize("line", [
+    "2025-01-30 18:53:46,706 sagemaker-training-toolkit INFO     Orted process exited",
+    "[INFO] worker group exited",
+    "I1205 04:06:22.118648 1234 socket.cpp:764] connection refused, retrying",
+])
+def test_a_line_logged_at_info_level_is_routine(line: str) -> None:
+    """The program's own level says it is routine: a worker host's launcher reporting its
+    daemon's exit (every host prints it as mpirun stops) is no sign of its guilt; the same
+    words at ERROR level, or an exception, still are."""
+    assert severity(line) < 0.3
+    assert severity(line.replace("INFO", "ERROR").replace("I1205", "E1205")) >= 0.6
+    assert severity("RuntimeError: the worker process exited") >= 0.6
