@@ -186,14 +186,9 @@ def report_stride(job: ParsedJob, counter: Counter, stages: list[str | None],
             before = np.searchsorted(apos, pos, side="left") - 1
             if (before < 0).any():
                 pos, before = pos[before >= 0], before[before >= 0]
-            reached = aval[before]
-            diffs = np.diff(reached)
-            if len(diffs) < MIN_REPORTS - 1 or not (diffs == diffs[0]).all():
-                continue
-            k = int(diffs[0])
-            if not _reports_every(k, counter.step):
-                continue
-            if best is None or (k, -len(pos)) < best:
+            k = _even_stride(aval[before])
+            if k is not None and _reports_every(k, counter.step) and (
+                    best is None or (k, -len(pos)) < best):
                 best = (k, -len(pos))
         lo, hi = float(aval.min()) - counter.step, float(aval.max()) + counter.step
         for c, track in job.markers[i].items():
@@ -203,15 +198,11 @@ def report_stride(job: ParsedJob, counter: Counter, stages: list[str | None],
                     or LIBRARY_LOG.search(job.templates[c])):
                 continue
             nums = track.numbers[~np.isnan(track.numbers)]
-            if len(nums) < MIN_REPORTS or not ((nums >= lo) & (nums <= hi)).all():
+            if not ((nums >= lo) & (nums <= hi)).all():
                 continue
-            diffs = np.diff(nums)
-            if not (diffs == diffs[0]).all() or diffs[0] != int(diffs[0]):
-                continue
-            k = int(diffs[0])
-            if not _reports_every(k, counter.step):
-                continue
-            if best is None or (k, -len(nums)) < best:
+            k = _even_stride(nums)
+            if k is not None and _reports_every(k, counter.step) and (
+                    best is None or (k, -len(nums)) < best):
                 best = (k, -len(nums))
     return best[0] if best is not None else None
 
@@ -221,3 +212,12 @@ def _reports_every(k: int, step: float) -> bool:
     coarser, and not too coarse."""
     unit = int(max(step, 1))
     return step < k <= MAX_REPORT_RATIO * unit and k % unit == 0
+
+
+def _even_stride(values: np.ndarray) -> int | None:
+    """The whole number ``values`` advance by each time, over :data:`MIN_REPORTS` or more
+    of them; None when they do not."""
+    diffs = np.diff(values)
+    if len(diffs) < MIN_REPORTS - 1 or not (diffs == diffs[0]).all() or diffs[0] != int(diffs[0]):
+        return None
+    return int(diffs[0])

@@ -74,16 +74,20 @@ def test_a_counter_that_is_already_per_step_stays() -> None:
     assert densify(_Job(), counter, [None, None], np.zeros((1, 2), bool)) is None
 
 
+#: a rank's crash in its training step, as Python prints it
+_CRASH = ["Traceback (most recent call last):",
+          '  File "/opt/ml/code/train.py", line 19, in main',
+          "    tr_loss_step = self.training_step(model, inputs)",
+          "RuntimeError: CUDA error: an illegal memory access was encountered"]
+
+
 def _trainer_node(rank: int, *, fail_at: int | None, prints: bool) -> str:
     """Hugging Face's Trainer without a bar: a loss line every 10 steps, a save every 60
     steps (numbered by its directory), an evaluation every 30."""
     out = [f"[INFO|trainer.py:2134] 2025-06-03 16:38:16,075 >> ***** Running training ***** rank {rank}"]
     for step in range(1, 241):
         if fail_at is not None and step == fail_at:
-            out += ["Traceback (most recent call last):",
-                    '  File "/opt/ml/code/train.py", line 19, in main',
-                    "    tr_loss_step = self.training_step(model, inputs)",
-                    "RuntimeError: CUDA error: an illegal memory access was encountered"]
+            out += _CRASH
             break
         if not prints:
             continue
@@ -119,10 +123,7 @@ def _bar_node(rank: int, *, fail_at: int | None) -> str:
     out = ["[INFO|trainer.py:2134] 2025-06-03 16:38:16,075 >> ***** Running training *****"]
     for step in range(1, 201):
         if fail_at is not None and step == fail_at:
-            out += ["Traceback (most recent call last):",
-                    '  File "/opt/ml/code/train.py", line 19, in main',
-                    "    tr_loss_step = self.training_step(model, inputs)",
-                    "RuntimeError: CUDA error: an illegal memory access was encountered"]
+            out += _CRASH
             break
         if rank:
             continue
