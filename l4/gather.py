@@ -46,14 +46,15 @@ _TOKEN = re.compile(rb"[A-Za-z][\w.-]{2,}")
 _BAR = re.compile(rb"\d%\||\d+/\d+ \[")
 
 
+def host_tokens(node: str) -> set[str]:
+    """The words a line names a node by: its id and its short host name (``gpu-3.cluster``
+    -> ``gpu-3``), three characters or more and not a bare number."""
+    return {t for t in (node, node.split(".")[0]) if len(t) >= 3 and not t.isdigit()}
+
+
 def node_names(nodes: list[str]) -> dict[bytes, str]:
-    """Token -> node: every node's id and its short host name (``gpu-3.cluster`` -> ``gpu-3``)."""
-    out: dict[bytes, str] = {}
-    for node in nodes:
-        for token in {node, node.split(".")[0]}:
-            if len(token) >= 3 and not token.isdigit():
-                out[token.encode("utf-8", "surrogateescape")] = node
-    return out
+    """Token -> node, as bytes (:func:`host_tokens`)."""
+    return {t.encode("utf-8", "surrogateescape"): node for node in nodes for t in host_tokens(node)}
 
 
 def _origin(group: bytes, names: dict[bytes, str]) -> str | None:
@@ -160,8 +161,7 @@ class TagPattern:
 
 def tag_pattern(nodes: list[str]) -> TagPattern:
     """The :class:`TagPattern` of ``nodes``."""
-    tokens = sorted({t for n in nodes for t in (n, n.split(".")[0]) if len(t) >= 3},
-                    key=len, reverse=True)
+    tokens = sorted({t for n in nodes for t in host_tokens(n)}, key=len, reverse=True)
     raw = tuple(t.encode("utf-8", "surrogateescape") for t in tokens)
     name = rb"(?<![\w.-])(?:" + b"|".join(re.escape(t) for t in raw) + rb")(?![\w.-])"
     return TagPattern(
@@ -170,20 +170,22 @@ def tag_pattern(nodes: list[str]) -> TagPattern:
                        rb"(?:[ \t]|<std(?:out|err)>:)|" + name + rb":[ \t])"))
 
 
-def _line_index(block: bytes) -> tuple[np.ndarray, np.ndarray, int]:
-    """(start offset, end offset, count) of the lines of ``block``."""
+def line_index(block: bytes) -> tuple[np.ndarray, np.ndarray, int]:
+    """(start offset, end offset, count) of the lines of ``block``: computed once per block
+    and handed to :func:`select`, :func:`implied_times` and :func:`sub_block`."""
     nl = np.flatnonzero(np.frombuffer(block, np.uint8) == 10)
     ends = nl if block.endswith(b"\n") else np.append(nl, len(block))
     starts = np.concatenate(([0], ends[:-1] + 1)).astype(np.int64)
     return starts, ends, len(ends)
 
 
-def select(block: bytes, nf: NodeFile, tags: TagPattern,
-           names: dict[bytes, str]) -> tuple[np.ndarray, np.ndarray] | None:
+def select(block: bytes, nf: NodeFile, tags: TagPattern, names: dict[bytes, str],
+           lines: tuple[np.ndarray, np.ndarray, int]) -> tuple[np.ndarray, np.ndarray] | None:
     """(indices of the lines of ``block`` that belong to ``nf``'s stream, which of them
     carry no origin tag): with ``nf.origin``, the lines tagged with that node; with
     ``nf.routed``, every line but those tagged with one of them.  None: every line (a
-    plain node file).  ``tags``: :func:`tag_pattern` of the origin, or of the routed nodes.
+    plain node file).  ``tags``: :func:`tag_pattern` of the origin, or of the routed nodes;
+    ``lines``: :func:`line_index` of the block.
 
     An untagged progress-bar update right after a tagged line goes with it.  The other
     untagged lines of a gatherer are the gathering process's own (mpirun, a launcher
@@ -194,7 +196,7 @@ def select(block: bytes, nf: NodeFile, tags: TagPattern,
         # the node printed nothing in this block (while a job trains, only the first
         # rank reports): one pass of C over it, no regular expression per line
         return np.zeros(0, np.int64), np.zeros(0, bool)
-    starts, ends, n = _line_index(block)
+    starts, ends, n = lines
     rows = tags.lines(block, starts, names)
     tagged = np.zeros(n, bool)
     if len(rows):
@@ -221,11 +223,12 @@ def _origin_of_host(block: bytes, start: int, names: dict[bytes, str]) -> str | 
     return names.get(m.group(1)) if m else None
 
 
-def sub_block(block: bytes, keep: np.ndarray) -> bytes:
-    """The lines ``keep`` of ``block``, each ending in a newline."""
+def sub_block(block: bytes, keep: np.ndarray, lines: tuple[np.ndarray, np.ndarray, int]) -> bytes:
+    """The lines ``keep`` of ``block`` (``lines``: its :func:`line_index`), each ending in a
+    newline."""
     if not len(keep):
         return b""
-    starts, ends, _ = _line_index(block)
+    starts, ends, _ = lines
     parts = [block[s:e] for s, e in zip(starts[keep].tolist(), ends[keep].tolist(), strict=True)]
     return b"\n".join(parts) + b"\n"
 
@@ -241,14 +244,15 @@ def _time_of(block: bytes, s: int, e: int) -> float:
     return parse_ts(block[s:min(e, s + 200)].decode("utf-8", "replace"))
 
 
-def implied_times(block: bytes, keep: np.ndarray, clock: float) -> tuple[np.ndarray, float]:
+def implied_times(block: bytes, keep: np.ndarray, clock: float,
+                  lines: tuple[np.ndarray, np.ndarray, int]) -> tuple[np.ndarray, float]:
     """(for each kept line of ``block``: the time of the last timed line of the file at or
     before it, the time to carry into the next block).  One process wrote the gatherer's
     file in the order the lines arrived, so an untimed line (a traceback) happened after
     the timed line before it: that is its time, as the file's clock tells it (``clock``:
     the last one of the blocks before; nan when none).  Lines are read back at most
     :data:`LOOK_BACK` lines; only the kept lines' and those they look back to are parsed."""
-    starts, ends, n = _line_index(block)
+    starts, ends, n = lines
     known: dict[int, float] = {}
 
     def at(i: int) -> float:

@@ -21,6 +21,7 @@ from dtaidistance import dtw
 from numpy.lib.stride_tricks import sliding_window_view
 
 from l4.crossjob import CrossJobResult
+from l4.gather import host_tokens
 from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.profiles import Profile
@@ -161,10 +162,7 @@ def _roll_calls(job: ParsedJob) -> set[tuple[int, int]]:
     """(node, event) pairs whose advancing number is a host's: the first and the last line
     name two different nodes of the job ("Waiting for host algo-2 to be reachable" ...
     "algo-64"), a launcher calling the roll, not counting steps."""
-    names = {}
-    for k, node in enumerate(job.nodes):
-        for token in {node, node.split(".")[0]}:
-            names[token] = k
+    names = {t: k for k, node in enumerate(job.nodes) for t in host_tokens(node)}
     out = set()
     for i, mk in enumerate(job.markers):
         for c in mk:

@@ -892,12 +892,12 @@ def scan_node_file(nf: NodeFile) -> NodeScan:
     seen = 0  # lines of the file before this block
     clock = math.nan  # the file's last timed line so far: its lines are in time order
     for block in read_blocks(Path(nf.path), stats):
-        keep, untagged = gather.select(block, nf, tags, names)
-        n = block.count(b"\n") + (0 if block.endswith(b"\n") else 1)
-        implied, clock = gather.implied_times(block, keep, clock)
+        lines = gather.line_index(block)
+        keep, untagged = gather.select(block, nf, tags, names, lines)
+        implied, clock = gather.implied_times(block, keep, clock, lines)
         if len(keep):
-            scanner.feed(gather.sub_block(block, keep), keep + seen + 1, untagged, implied)
-        seen += n
+            scanner.feed(gather.sub_block(block, keep, lines), keep + seen + 1, untagged, implied)
+        seen += lines[2]
     scan = scanner.result(stats, size, mtime)
     if nf.routed:
         # shapes the gathering process printed itself, never a rank (see l4.gather.select)

@@ -39,6 +39,7 @@ import numpy as np
 
 from l4.clocks import clock_offsets
 from l4.crossjob import CrossJobResult
+from l4.gather import host_tokens
 from l4.iterations import find_counter, slowed_first, stopped_counting_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
@@ -423,11 +424,7 @@ def _identities(job: ParsedJob, cross: CrossJobResult) -> dict[str, int]:
     addresses that exactly one node prints in its ordinary lines (its own interface, as
     NCCL's and gloo's start-up lines show).  An address several nodes print is the
     rendezvous host every rank dials, or a loopback: it names nobody."""
-    ids: dict[str, int] = {}
-    for i, name in enumerate(job.nodes):
-        for token in {name, name.split(".")[0]}:
-            if len(token) >= 3 and not token.isdigit():
-                ids[token] = i
+    ids: dict[str, int] = {t: i for i, name in enumerate(job.nodes) for t in host_tokens(name)}
     seen: dict[str, set[int]] = {}
     own: dict[str, set[int]] = {}
     tagged = _self_tags(job)
