@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -64,7 +64,7 @@ MIGRATIONS[3] = [
     "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS share DOUBLE",
     "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS counter BOOLEAN",
 ]
-_PHASE_FIELDS = ("phase", "place", "stage", "named", "share", "counter")
+_PHASE_FIELDS = ("phase", "place", "stage", "named", "share", "counter", "first_count")
 
 
 # --- migration 4: embedding cache and category classifier (issue 10) -------------------------
@@ -86,6 +86,11 @@ _MIGRATION_EMBED_CACHE = [
     )""",
 ]
 MIGRATIONS[4] = _MIGRATION_EMBED_CACHE
+
+# --- migration 5: the first count a healthy run printed -----------------------------------
+# A counter's first count in a healthy run (a resumed run's first step): the step a failed
+# job was in when it died before printing one (l4.phases.first_step).
+MIGRATIONS[5] = ["ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS first_count DOUBLE"]
 
 
 class KBError(RuntimeError):
@@ -952,6 +957,7 @@ def _normal_row(row: dict) -> tuple:
             _opt_str(row.get("stage")), _opt_str(row.get("named")),
             None if share is None else float(share),
             None if row.get("counter") is None else bool(row.get("counter")),
+            None if row.get("first_count") is None else float(row.get("first_count")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise KBError(f"invalid normal-pool row {row!r}: needs {', '.join(_NORMAL_FIELDS)}") from exc
@@ -964,7 +970,7 @@ def _opt_str(v) -> str | None:
 
 _NORMAL_INSERT = (
     f"INSERT INTO normal_rows (config_id, job_id, {', '.join(_NORMAL_FIELDS)}, "
-    f"{', '.join(_PHASE_FIELDS)}, added_at) VALUES ({', '.join('?' * 15)})"
+    f"{', '.join(_PHASE_FIELDS)}, added_at) VALUES ({', '.join('?' * 16)})"
 )
 
 
@@ -1078,7 +1084,7 @@ def import_kb(doc: dict, *, kb: Path | str | None = None, replace: bool = False)
         if normal:
             con.executemany(
                 _NORMAL_INSERT,
-                [(*r[:14], r[14] or now) for r in normal],
+                [(*r[:-1], r[-1] or now) for r in normal],
             )
     return {"patterns": len(pats), "diagnoses": len(diags), "normal_rows": len(normal)}
 

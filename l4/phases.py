@@ -48,6 +48,9 @@ class Timeline:
     share: dict[int, float] = field(default_factory=dict)  # of healthy nodes printing it
     named: dict[int, str] = field(default_factory=dict)  # start-up stage its own words name
     counters: set[int] = field(default_factory=set)  # what counted the healthy runs' steps
+    # counter -> the first count the healthy runs printed (a resumed run's first step): the
+    # step a job was in when it died before printing any (``first_step``)
+    first_counts: dict[int, float] = field(default_factory=dict)
     # save or evaluation announcement -> the lines that end it in healthy runs
     closers: dict[int, set[int]] = field(default_factory=dict)
     # periodic phases the healthy runs reported, with their grids (``l4.schedule``)
@@ -178,6 +181,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     announcers: dict[int, int] = defaultdict(int)
     periodic: list[Schedule] = []
     between: list = []
+    firsts: dict[int, list[float]] = defaultdict(list)
     for job in jobs:
         profile = choose_profile(job.templates, job.framework)
         stages = [profile.stage_of(t) for t in job.templates]
@@ -186,6 +190,9 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             continue
         used += 1
         counted.update(int(job.event_ids[c]) for c in counter.cols)
+        first = _first_count(counter)
+        if first is not None:
+            firsts[int(job.event_ids[counter.marker])].append(first)
         for c, cid in enumerate(job.event_ids):
             rule.setdefault(cid, stages[c])
             text.setdefault(cid, job.templates[c])
@@ -211,7 +218,8 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
             _vote(job, r, (start, int(job.n_records[r])), votes, places)
     if not used:
         return None
-    tl = Timeline(jobs=used, counters=counted, schedules=periodic, gaps=gaps_.combine(between))
+    tl = Timeline(jobs=used, counters=counted, schedules=periodic, gaps=gaps_.combine(between),
+                  first_counts={cid: float(np.median(v)) for cid, v in firsts.items()})
     nodes = sum(job.n_nodes for job in jobs)
     for cid, v in votes.items():
         tl.share[cid] = sum(v.values()) / max(nodes, 1)
@@ -330,6 +338,33 @@ def _loop_bounds(job: ParsedJob, r: int, track, training: np.ndarray) -> tuple[i
     return start, end
 
 
+def _first_count(counter) -> float | None:
+    """The first count a job's counter printed on any node (the lowest first count: a
+    node that joined late starts higher)."""
+    firsts = []
+    for _, num, _ in counter.tracks.values():
+        ok = num[~np.isnan(num)]
+        if ok.size:
+            firsts.append(float(ok[0]))
+    return min(firsts) if firsts else None
+
+
+def first_step(tl: Timeline, job: ParsedJob) -> list[float]:
+    """The steps a job was in when it died in training before printing any count: the
+    first count of each counter healthy runs of its configuration printed, lowest first.
+
+    Empty when the job printed what the healthy runs printed inside their loop (three
+    times or more on a node): it was past its first steps, and its count is in a wording
+    the healthy runs did not use, not missing."""
+    if not tl.first_counts:
+        return []
+    ids = np.asarray(job.event_ids)
+    looped = np.array([tl.phase.get(int(cid)) == LOOP_PHASE for cid in ids], dtype=bool)
+    if looped.any() and (job.counts[:, looped] >= 3).any():
+        return []
+    return sorted(set(tl.first_counts.values()))
+
+
 def timeline_rows(tl: Timeline) -> list[dict]:
     """A timeline as rows keyed by template text, for the stored normal pool (cluster ids
     belong to one template store; texts are matched again when the pool is used)."""
@@ -342,6 +377,7 @@ def timeline_rows(tl: Timeline) -> list[dict]:
             "named": tl.named.get(cid),
             "share": tl.share.get(cid, 0.0),
             "counter": cid in tl.counters,
+            "first_count": tl.first_counts.get(cid),
         }
         for cid, ph in tl.phase.items()
     ]
@@ -396,6 +432,9 @@ def timeline_from_rows(rows: list[dict], match, jobs: int = 1) -> Timeline | Non
             tl.named[cid] = named[0]
         if any(g.get("counter") for g in group):
             tl.counters.add(cid)
+        firsts = [float(g["first_count"]) for g in group if g.get("first_count") is not None]
+        if firsts:
+            tl.first_counts[cid] = float(np.median(firsts))
     return tl
 
 
@@ -414,6 +453,7 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         out.share.update(p.share)
         out.named.update(p.named)
         out.counters |= p.counters
+        out.first_counts.update(p.first_counts)
         for a, ends in p.closers.items():
             out.closers.setdefault(a, set()).update(ends)
         out.schedules.extend(s for s in p.schedules if s not in out.schedules)

@@ -15,7 +15,7 @@ from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
 from l4.onset import onset
-from l4.phases import Timeline
+from l4.phases import Timeline, first_step
 from l4.profiles import choose_profile
 from l4.seqstep import steps_at_failure
 from l4.spatial import NodeScore
@@ -56,6 +56,10 @@ def spread_steps(end: float, step: float) -> tuple[int, int]:
 #: failure's step in: after the step itself and the signals that date the fault, before
 #: the hedges around the step (0.6, 0.5)
 REPORT_SCORE = 0.65
+
+#: a job that died in training before printing a count: the first count healthy runs of
+#: its configuration printed (``l4.phases.first_step``)
+FIRST_STEP_SCORE = 1.0
 
 #: the last completed step of a failure in a validation or a save: just below the
 #: interval in progress (5.0 in ``l4.iterations.suspicious_iterations``), above the slow
@@ -111,6 +115,14 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     result = TemporalResult(stage, profile.name, job.nodes[r], where[1], where[0])
     if counter is None:
         result.notes.append("no iteration counter found")
+        if stage == "training" and timeline is not None:
+            # died in training before printing a count: in the first step the healthy runs
+            # of the configuration printed (a resumed run's first step is its checkpoint's)
+            firsts = first_step(timeline, job)
+            result.iterations = [(int(v), FIRST_STEP_SCORE - 0.01 * k) for k, v in enumerate(firsts[:3])]
+            if firsts:
+                result.notes.append("died before its first step report: the first step healthy "
+                                    "runs of this configuration reported is listed")
         return result
     result.marker_template = job.templates[counter.marker]
     result.step = counter.step
