@@ -14,6 +14,8 @@ import numpy as np
 
 from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
+from l4.oddwords import odd_words
+from l4.phases import Timeline
 from l4.severity import is_boilerplate, is_field
 from l4.spatial import NodeScore, odd_cells
 
@@ -33,8 +35,9 @@ class Indicator:
 
 
 def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
-                  max_events: int = MAX_EVENTS) -> list[Indicator]:
-    """Rank the kept events (see module docstring)."""
+                  max_events: int = MAX_EVENTS, timeline: Timeline | None = None) -> list[Indicator]:
+    """Rank the kept events (see module docstring); ``timeline`` (what healthy runs
+    printed) adds the routine lines in which the culprit alone names something new."""
     if not ranked or not cross.kept.any():
         return []
     row = {n: i for i, n in enumerate(job.nodes)}
@@ -91,6 +94,8 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
             )
         )
     out.extend(_odd_on(job, top, {e.event_id for e in out}))
+    if timeline is not None:
+        out.extend(_odd_named(job, top, {e.event_id for e in out}, timeline))
     out.sort(key=lambda e: (-e.score, e.template))
     return out[:max_events]
 
@@ -98,6 +103,23 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
 #: score of a measurement that singles out the culprit: above the symptoms every victim
 #: logs, below an error the culprit printed itself
 ODD_SCORE = 2.0
+
+
+def _odd_named(job: ParsedJob, top: int, have: set[int], timeline: Timeline) -> list[Indicator]:
+    """The culprit's routine lines that name what no other node and no healthy run named
+    in them (``l4.oddwords``): "Using [0]docker0" where every node uses ib0."""
+    out = []
+    for c in odd_words(job, timeline.words, top):
+        if int(job.event_ids[c]) in have or c not in job.examples[top]:
+            continue
+        line, text, _ = job.examples[top][c]
+        where, line = job.locate(top, int(job.first_pos[top, c]), int(line))
+        out.append(Indicator(event_id=int(job.event_ids[c]), template=job.templates[c],
+                             score=ODD_SCORE, nodes=[job.nodes[top]],
+                             count=int(job.counts[top, c]),
+                             examples=[{"file": where, "line": line, "node": job.nodes[top],
+                                        "text": text}]))
+    return out
 
 
 def _odd_on(job: ParsedJob, top: int, have: set[int]) -> list[Indicator]:

@@ -193,6 +193,12 @@ _INDENTED_EXCEPTION_RE = re.compile(
 _DEEP_FAILURE_RE = re.compile(r"^\s{8,}\S.*\b(?:[Ff]ail(?:ed|ure)?|[Ee]rror)\b")
 
 
+#: a field of an indented report aligned in columns ("      Reason:       OOMKilled",
+#: "      Exit Code:    137" under a pod's "State: Terminated"): each states a fact of its
+#: own, not a line of code under a traceback frame (code puts one space after a colon)
+_ALIGNED_FIELD_RE = re.compile(r"^\s{4,}[A-Z][\w ()./-]{0,40}:\s{2,}\S")
+
+
 def is_continuation(line: str) -> bool:
     """A line that continues the record above it: Python traceback frames and their code
     lines (indented), caret markers, C++ ``frame #N:`` stack lines, Java's and Go's
@@ -200,10 +206,11 @@ def is_continuation(line: str) -> bool:
     problem (PyTorch's "\tsize mismatch for ..."): each names a cause, so it is a record.
     A single leading space is not enough (Megatron's iteration lines start with one), and an
     exception line is a record of its own even when indented: it is the informative end of
-    a traceback."""
+    a traceback; so is a field of a report aligned in columns (``kubectl describe``'s
+    "Reason:       OOMKilled")."""
     text = _strip_who_when(line)
     return (bool(_CONT_RE.match(text)) and not _INDENTED_EXCEPTION_RE.match(text)
-            and not _DEEP_FAILURE_RE.match(text))
+            and not _DEEP_FAILURE_RE.match(text) and not _ALIGNED_FIELD_RE.match(text))
 
 
 def mask_line(line: str) -> str:

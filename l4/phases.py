@@ -31,6 +31,7 @@ from l4 import gaps as gaps_
 from l4.crossjob import normal_rows
 from l4.iterations import Counter, find_counter
 from l4.merge import ParsedJob
+from l4.oddwords import job_words
 from l4.profiles import EARLY, choose_profile
 from l4.schedule import Schedule, schedules
 from l4.severity import has_words
@@ -51,6 +52,9 @@ class Timeline:
     # counter -> the first count the healthy runs printed (a resumed run's first step): the
     # step a job was in when it died before printing any (``first_step``)
     first_counts: dict[int, float] = field(default_factory=dict)
+    # event -> the words healthy nodes printed in it (``l4.oddwords``): a routine line in
+    # which the culprit alone names something new
+    words: dict[int, frozenset[str]] = field(default_factory=dict)
     # save or evaluation announcement -> the lines that end it in healthy runs
     closers: dict[int, set[int]] = field(default_factory=dict)
     # periodic phases the healthy runs reported, with their grids (``l4.schedule``)
@@ -182,7 +186,10 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     periodic: list[Schedule] = []
     between: list = []
     firsts: dict[int, list[float]] = defaultdict(list)
+    words: dict[int, set[str]] = defaultdict(set)
     for job in jobs:
+        for cid, ws in job_words(job).items():
+            words[cid] |= ws
         profile = choose_profile(job.templates, job.framework)
         stages = [profile.stage_of(t) for t in job.templates]
         counter = find_counter(job, profile, stages)
@@ -219,7 +226,8 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     if not used:
         return None
     tl = Timeline(jobs=used, counters=counted, schedules=periodic, gaps=gaps_.combine(between),
-                  first_counts={cid: float(np.median(v)) for cid, v in firsts.items()})
+                  first_counts={cid: float(np.median(v)) for cid, v in firsts.items()},
+                  words={cid: frozenset(ws) for cid, ws in words.items()})
     nodes = sum(job.n_nodes for job in jobs)
     for cid, v in votes.items():
         tl.share[cid] = sum(v.values()) / max(nodes, 1)
@@ -454,6 +462,8 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         out.named.update(p.named)
         out.counters |= p.counters
         out.first_counts.update(p.first_counts)
+        for cid, ws in p.words.items():
+            out.words[cid] = out.words.get(cid, frozenset()) | ws
         for a, ends in p.closers.items():
             out.closers.setdefault(a, set()).update(ends)
         out.schedules.extend(s for s in p.schedules if s not in out.schedules)

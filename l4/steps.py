@@ -57,9 +57,9 @@ def temporal(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     return analyze(failed, cross, ranked, reference.timeline)
 
 
-def indicators(failed: ParsedJob, cross: CrossJobResult,
-               ranked: list[NodeScore]) -> list[Indicator]:
-    return select_events(failed, cross, ranked)
+def indicators(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
+               reference: Healthy) -> list[Indicator]:
+    return select_events(failed, cross, ranked, timeline=reference.timeline)
 
 
 def report(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
@@ -79,7 +79,7 @@ ANALYSIS: tuple[Step, ...] = (
     Step("cross-job filter", cross_job, ("failed", "reference"), "cross"),
     Step("spatial", spatial, ("failed", "cross"), "ranked"),
     Step("temporal", temporal, ("failed", "cross", "ranked", "reference"), "temporal"),
-    Step("indicators", indicators, ("failed", "cross", "ranked"), "events"),
+    Step("indicators", indicators, ("failed", "cross", "ranked", "reference"), "events"),
     Step("report", report, ("failed", "cross", "ranked", "temporal", "events"), "report"),
 )
 

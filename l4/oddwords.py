@@ -1,0 +1,89 @@
+"""A routine line in which the culprit alone names something else: the odd word.
+
+A node set up unlike the others says so in lines that read as routine: NCCL on one node
+"Using [0]docker0:172.17.0.1" where every other node uses ``ib0``, one node loading
+another driver or library version.  No error word, no count out of line: only a word
+that no other node printed in that line, and that healthy runs of the same
+configuration never printed in it either.  The healthy runs are what make it a finding:
+a role every job has (the one node that prints "master") is in their lines too.
+
+Pure functions over a parsed job and the healthy runs' words (``l4.phases.Timeline.words``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+
+import numpy as np
+
+from l4.gather import host_tokens
+from l4.merge import ParsedJob
+
+#: words of a line: runs of two letters or more (digits, marks and single letters are
+#: counts, ids and punctuation, not names)
+_WORD = re.compile(r"[A-Za-z]{2,}")
+#: read out before taking words: hex numbers and hashes ("0x14c3532", "05541c04-746d")
+#: and dates, whose letters are no names
+_NOISE = re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-fA-F-]*\d)[0-9a-fA-F-]{6,}\b|"
+                    r"\b\d{4}-\d\d-\d\dT?|\b[IWEF]\d{4}\b")
+#: of the nodes, the share that must print the line (every node's routine)
+SHARE = 0.75
+#: nodes a job needs: with fewer, one node apart is no outlier
+MIN_NODES = 4
+
+
+def words_of(text: str, node: str) -> set[str]:
+    """The words a node's line names, its own host names read out."""
+    for t in host_tokens(node):
+        text = text.replace(t, " ")
+    return set(_WORD.findall(_NOISE.sub(" ", text)))
+
+
+def job_words(job: ParsedJob) -> dict[int, set[str]]:
+    """Template-store id -> every word any node of the job printed in that line (first
+    and last occurrence), its own host names read out: what a healthy run says."""
+    out: dict[int, set[str]] = {}
+    for i in range(job.n_nodes):
+        for c, text in _texts(job, i).items():
+            out.setdefault(int(job.event_ids[c]), set()).update(words_of(text, job.nodes[i]))
+    return out
+
+
+def odd_words(job: ParsedJob, healthy: dict[int, frozenset[str]], node: int) -> list[int]:
+    """Event columns of lines (nearly) every node printed in which ``node`` alone names a
+    word: every other node printed the same words in it, and the healthy runs never
+    printed that word in it.  A line the healthy runs did not print is no routine line
+    (the cross-job filter speaks for it)."""
+    n = job.n_nodes
+    if n < MIN_NODES or not healthy:
+        return []
+    printed = (job.counts > 0).sum(axis=0)
+    out = []
+    for c in np.nonzero(printed >= max(MIN_NODES, math.ceil(SHARE * n)))[0].tolist():
+        known = healthy.get(int(job.event_ids[c]))
+        if known is None or "<*>" not in job.templates[c] or job.counts[node, c] == 0:
+            continue
+        mine = words_of(" ".join(_texts(job, node, c).values()), job.nodes[node])
+        others = [words_of(" ".join(_texts(job, i, c).values()), job.nodes[i])
+                  for i in range(n) if i != node and job.counts[i, c] > 0]
+        if len(others) < MIN_NODES - 1 or any(o != others[0] for o in others[1:]):
+            continue  # the others disagree among themselves: nobody is apart
+        if mine - others[0] - known:
+            out.append(c)
+    return out
+
+
+def _texts(job: ParsedJob, i: int, col: int | None = None) -> dict[int, str]:
+    """Column -> node ``i``'s first and last text of it (all columns, or one)."""
+    cols = [col] if col is not None else set(job.examples[i]) | set(job.last_examples[i])
+    out = {}
+    for c in cols:
+        parts = []
+        if c in job.examples[i]:
+            parts.append(job.examples[i][c][1])
+        if c in job.last_examples[i]:
+            parts.append(job.last_examples[i][c])
+        if parts:
+            out[c] = " ".join(parts)
+    return out
