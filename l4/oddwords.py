@@ -18,6 +18,7 @@ import re
 import numpy as np
 
 from l4.gather import host_tokens
+from l4.mask import strip_prefix
 from l4.merge import ParsedJob
 
 #: words of a line: runs of two letters or more (digits, marks and single letters are
@@ -34,7 +35,9 @@ MIN_NODES = 4
 
 
 def words_of(text: str, node: str) -> set[str]:
-    """The words a node's line names, its own host names read out."""
+    """The words a node's line names, its own host names and the launcher's prefix
+    ("(worker1, rank=1, pid=144184)", "[1,mpirank:3,algo-2]<stdout>:") read out."""
+    text = strip_prefix(text)
     for t in host_tokens(node):
         text = text.replace(t, " ")
     return set(_WORD.findall(_NOISE.sub(" ", text)))
@@ -45,36 +48,60 @@ def job_words(job: ParsedJob) -> dict[int, set[str]]:
     and last occurrence), its own host names read out: what a healthy run says."""
     out: dict[int, set[str]] = {}
     for i in range(job.n_nodes):
-        for c, text in _texts(job, i).items():
-            out.setdefault(int(job.event_ids[c]), set()).update(words_of(text, job.nodes[i]))
+        for c, texts in _texts(job, i).items():
+            out.setdefault(int(job.event_ids[c]), set()).update(_words(texts, job.nodes[i]))
+    return out
+
+
+def lone_words(job: ParsedJob, healthy: dict[int, frozenset[str]]) -> dict[int, int]:
+    """Event column -> the one node that names a word in it that no other node named:
+    lines (nearly) every node printed, every other node with the same words in it, and
+    the lone node's new word never printed in that line by the healthy runs.  A line the
+    healthy runs did not print is no routine line (the cross-job filter speaks for it).
+    One pass over the nodes' copies of each line: a job of hundreds of nodes."""
+    n = job.n_nodes
+    if n < MIN_NODES or not healthy:
+        return {}
+    printed = (job.counts > 0).sum(axis=0)
+    out: dict[int, int] = {}
+    for c in np.nonzero(printed >= max(MIN_NODES, math.ceil(SHARE * n)))[0].tolist():
+        known = healthy.get(int(job.event_ids[c]))
+        if known is None or "<*>" not in job.templates[c]:
+            continue
+        groups: dict[frozenset[str], list[int]] = {}
+        for i in np.nonzero(job.counts[:, c] > 0)[0].tolist():
+            ws = frozenset(_words(_texts(job, i, c).get(c, []), job.nodes[i]))
+            groups.setdefault(ws, []).append(i)
+            if len(groups) > 2:
+                break  # the nodes disagree among themselves: nobody is apart
+        if len(groups) != 2:
+            continue
+        (a, na), (b, nb) = sorted(groups.items(), key=lambda kv: len(kv[1]))
+        if len(na) == 1 and len(nb) >= MIN_NODES - 1 and a - b - known:
+            out[c] = na[0]
     return out
 
 
 def odd_words(job: ParsedJob, healthy: dict[int, frozenset[str]], node: int) -> list[int]:
-    """Event columns of lines (nearly) every node printed in which ``node`` alone names a
-    word: every other node printed the same words in it, and the healthy runs never
-    printed that word in it.  A line the healthy runs did not print is no routine line
-    (the cross-job filter speaks for it)."""
-    n = job.n_nodes
-    if n < MIN_NODES or not healthy:
-        return []
-    printed = (job.counts > 0).sum(axis=0)
-    out = []
-    for c in np.nonzero(printed >= max(MIN_NODES, math.ceil(SHARE * n)))[0].tolist():
-        known = healthy.get(int(job.event_ids[c]))
-        if known is None or "<*>" not in job.templates[c] or job.counts[node, c] == 0:
-            continue
-        mine = words_of(" ".join(_texts(job, node, c).values()), job.nodes[node])
-        others = [words_of(" ".join(_texts(job, i, c).values()), job.nodes[i])
-                  for i in range(n) if i != node and job.counts[i, c] > 0]
-        if len(others) < MIN_NODES - 1 or any(o != others[0] for o in others[1:]):
-            continue  # the others disagree among themselves: nobody is apart
-        if mine - others[0] - known:
-            out.append(c)
+    """Event columns in which ``node`` alone names something new (``lone_words``)."""
+    return sorted(c for c, i in lone_words(job, healthy).items() if i == node)
+
+
+def odd_node(job: ParsedJob, healthy: dict[int, frozenset[str]]) -> np.ndarray:
+    """Per node: 1 for the one node that alone names something new in routine lines
+    (``lone_words``); all 0 when none or several do (a split, not a culprit)."""
+    out = np.zeros(job.n_nodes)
+    lone = set(lone_words(job, healthy).values())
+    if len(lone) == 1:
+        out[lone.pop()] = 1.0
     return out
 
 
-def _texts(job: ParsedJob, i: int, col: int | None = None) -> dict[int, str]:
+def _words(texts: list[str], node: str) -> set[str]:
+    return set().union(*(words_of(t, node) for t in texts))
+
+
+def _texts(job: ParsedJob, i: int, col: int | None = None) -> dict[int, list[str]]:
     """Column -> node ``i``'s first and last text of it (all columns, or one)."""
     cols = [col] if col is not None else set(job.examples[i]) | set(job.last_examples[i])
     out = {}
@@ -85,5 +112,5 @@ def _texts(job: ParsedJob, i: int, col: int | None = None) -> dict[int, str]:
         if c in job.last_examples[i]:
             parts.append(job.last_examples[i][c])
         if parts:
-            out[c] = " ".join(parts)
+            out[c] = parts
     return out

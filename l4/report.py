@@ -93,6 +93,7 @@ _EVIDENCE_WORDS = {
     "specific": "errors of its own",
     "odd_measurements": "its timers disagree with all others",
     "odd_in_symptom": "its copy of the failure line every node printed differs from all others'",
+    "set_up_apart": "alone names something new in a line every node prints (set up unlike the others)",
     "missing_symptom": "lacks the timeouts the others show",
     "stopped_first": "stopped first",
     "iforest": "unusual event counts",

@@ -43,6 +43,7 @@ from l4.gather import host_tokens
 from l4.iterations import find_counter, slowed_first, stopped_counting_first
 from l4.mask import decimals_in
 from l4.merge import ParsedJob
+from l4.oddwords import odd_node
 from l4.profiles import choose_profile
 from l4.relay import IPV4, lead_tokens, relay_origins, relayed, relays_an_address, reports_on_others
 from l4.scan import LAST_TEXT_BYTES
@@ -67,6 +68,9 @@ W_FIRST = 0.3
 W_APART = 0.3
 #: the one node whose counter stopped behind every other's (``stopped_counting_first``)
 W_BEHIND = 0.3
+#: the one node that alone names something new in a routine line every node prints, which
+#: no healthy run named there ("Using [0]docker0" where all use ib0; ``l4.oddwords``)
+W_SETUP = 0.3
 #: how far (as a factor) a node's measurement must be from the other nodes' median
 ODD_FACTOR = 3.0
 #: Messages in which the scheduler or launcher names the node that failed (group ``host``,
@@ -668,8 +672,10 @@ def odd_in_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     return out
 
 
-def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[NodeScore]:
-    """Every node, most suspicious first."""
+def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0,
+               words: dict[int, frozenset[str]] | None = None) -> list[NodeScore]:
+    """Every node, most suspicious first; ``words``: what healthy runs named in each line
+    (``l4.phases.Timeline.words``), for the node that alone names something new."""
     n = job.n_nodes
     if n == 0:
         return []
@@ -705,18 +711,21 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
     slow, behind = _progress(job)
     lead = np.maximum(first_to_stop(job, ends), exited_first(job, cross))
     apart = odd_in_symptom(job, cross)
+    setup = odd_node(job, words or {})
     echoed = only_echoes_beside_a_pack(job, cross)
     if echoed.any():
         # echoes are a victim's trouble, and being the odd one out of a pack that states
         # the cause is no sign of guilt: only independent evidence (stopping first, being
         # named) still speaks for such a node
-        spec, iso, miss, apart = (np.where(echoed, 0.0, x) for x in (spec, iso, miss, apart))
+        spec, iso, miss, apart, setup = (np.where(echoed, 0.0, x)
+                                         for x in (spec, iso, miss, apart, setup))
     total = (W_SPECIFIC * spec + W_MISSING * miss + W_STOPPED * stop + W_IFOREST * iso
              + W_ODD * odd + W_PEERS * peers + W_SLOW * slow + W_FIRST * lead
-             + W_APART * apart + W_BEHIND * behind) / (
+             + W_APART * apart + W_BEHIND * behind + W_SETUP * setup) / (
                  1.0 + W_ODD * (odd.max() > 0) + W_PEERS * (peers.max() > 0)
                  + W_SLOW * (slow.max() > 0) + W_FIRST * (lead.max() > 0)
-                 + W_APART * (apart.max() > 0) + W_BEHIND * (behind.max() > 0))
+                 + W_APART * (apart.max() > 0) + W_BEHIND * (behind.max() > 0)
+                 + W_SETUP * (setup.max() > 0))
     if named.any():
         total = (total + W_NAMED * named) / (1.0 + W_NAMED)
     # nodes the evidence cannot tell apart (every log the same teardown, the culprit's own
@@ -741,6 +750,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0) -> list[Nod
                 "first_to_stop": round(float(lead[i]), 4),
                 "odd_in_symptom": round(float(apart[i]), 4),
                 "stopped_counting_first": round(float(behind[i]), 4),
+                "set_up_apart": round(float(setup[i]), 4),
             },
         )
         for i in order

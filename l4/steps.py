@@ -48,8 +48,8 @@ def cross_job(failed: ParsedJob, reference: Healthy) -> CrossJobResult:
                          baseline_jobs=reference.baseline_jobs, pool_used=reference.pool_used)
 
 
-def spatial(failed: ParsedJob, cross: CrossJobResult) -> list[NodeScore]:
-    return rank_nodes(failed, cross)
+def spatial(failed: ParsedJob, cross: CrossJobResult, reference: Healthy) -> list[NodeScore]:
+    return rank_nodes(failed, cross, words=reference.timeline.words if reference.timeline else None)
 
 
 def temporal(failed: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
@@ -77,7 +77,7 @@ class Step:
 
 ANALYSIS: tuple[Step, ...] = (
     Step("cross-job filter", cross_job, ("failed", "reference"), "cross"),
-    Step("spatial", spatial, ("failed", "cross"), "ranked"),
+    Step("spatial", spatial, ("failed", "cross", "reference"), "ranked"),
     Step("temporal", temporal, ("failed", "cross", "ranked", "reference"), "temporal"),
     Step("indicators", indicators, ("failed", "cross", "ranked", "reference"), "events"),
     Step("report", report, ("failed", "cross", "ranked", "temporal", "events"), "report"),

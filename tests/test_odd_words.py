@@ -82,3 +82,17 @@ def test_a_pods_end_is_reported_by_its_reason(tmp_path: Path) -> None:
                       store_path=False)
     assert report["nodes"][0]["node"] == "gpu-node-298"
     assert "Reason: OOMKilled" in [e["template"] for e in report["events"]]
+
+
+def test_the_node_set_up_apart_is_the_culprit_when_all_else_is_alike(tmp_path: Path) -> None:
+    """Every node prints the same error; only one says, in a routine line, that it talks
+    over another interface: that node is the one to look at."""
+    nodes = {h: node_log(h, k, role="master" if k == 0 else "worker", steps=20, timeout=True)
+             for k, h in enumerate(HOSTS)}
+    nodes["gpu-node-299"] = node_log("gpu-node-299", 3, iface="docker0", steps=20, timeout=True)
+    report = diagnose(write_job(tmp_path / "failed", nodes), [healthy(tmp_path / "ok")],
+                      store_path=False)
+    first = report["nodes"][0]
+    assert first["node"] == "gpu-node-299"
+    assert first["evidence"]["set_up_apart"] == 1.0
+    assert all(n["evidence"]["set_up_apart"] == 0.0 for n in report["nodes"][1:])
