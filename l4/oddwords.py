@@ -38,7 +38,7 @@ def words_of(text: str, node: str) -> set[str]:
     """The words a node's line names, its own host names and the launcher's prefix
     ("(worker1, rank=1, pid=144184)", "[1,mpirank:3,algo-2]<stdout>:") read out."""
     text = strip_prefix(text)
-    for t in host_tokens(node):
+    for t in sorted(host_tokens(node), key=len, reverse=True):  # "gpu-3.cluster" before "gpu-3"
         text = text.replace(t, " ")
     return set(_WORD.findall(_NOISE.sub(" ", text)))
 

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from hypothesis import given
+from hypothesis import strategies as st
+
 from conftest import write_job
 from l4.engine import diagnose
 from l4.mask import is_continuation
@@ -96,3 +99,14 @@ def test_the_node_set_up_apart_is_the_culprit_when_all_else_is_alike(tmp_path: P
     assert first["node"] == "gpu-node-299"
     assert first["evidence"]["set_up_apart"] == 1.0
     assert all(n["evidence"]["set_up_apart"] == 0.0 for n in report["nodes"][1:])
+
+
+@given(host=st.from_regex(r"[a-z]{3,8}-?[0-9]{1,3}(\.cluster)?", fullmatch=True),
+       text=st.text(alphabet=st.characters(codec="utf-8"), max_size=80))
+def test_a_nodes_own_name_is_never_a_word_it_names(host: str, text: str) -> None:
+    """Whatever the line and the host name, the words of the host's own name never count
+    as something it names: every node prints its own name, so each would stand apart."""
+    from l4.oddwords import words_of
+
+    got = words_of(f"{text} {host}:18247:18247 [0] NCCL INFO Using eth0", host)
+    assert got <= words_of(text, host) | {"NCCL", "INFO", "Using", "eth"}
