@@ -123,13 +123,12 @@ def test_nccls_result_tells_wrappers_apart(kb: Path, monkeypatch: pytest.MonkeyP
     assert rootcause.extract_codes(SYSTEM_ERROR) == {"ncclSystemError"}
     got = rootcause.match_lines([SYSTEM_ERROR], kb=kb)
     assert got[0]["pattern_id"] == "nccl-shm-exhausted"  # NCCL's system error: /dev/shm
-    assert "nccl-library-older-than-torch-build" not in [r["pattern_id"] for r in got[:3]]
+    assert "nccl-library-older-than-torch-build" not in [r["pattern_id"] for r in got[:1]]
     monkeypatch.setattr(rootcause, "CONFLICT_FAMILIES", ("SIG", "XID", "SLURM_"))
     monkeypatch.setattr(rootcause, "FRAME_FACTOR", 1.0)
     # without it (and without the frame check, which also sees "unhandled system error"
-    # and "invalid argument" fill one frame), an "invalid argument" pattern is suggested
-    loose = [r["pattern_id"] for r in rootcause.match_lines([SYSTEM_ERROR], kb=kb)[:3]]
-    assert "nccl-library-older-than-torch-build" in loose
+    # and "invalid argument" fill one frame), an "invalid argument" pattern comes first
+    assert rootcause.match_lines([SYSTEM_ERROR], kb=kb)[0]["pattern_id"] == "nccl-library-older-than-torch-build"
 
 
 def test_invalid_usage_and_invalid_argument_do_not_contradict() -> None:
