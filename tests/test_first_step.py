@@ -60,8 +60,7 @@ def test_the_first_step_healthy_runs_printed_is_the_iteration(tmp_path: Path) ->
     assert alone["iterations"] == []
 
 
-def test_a_stored_pool_keeps_the_first_step(tmp_path: Path) -> None:
-    kb = tmp_path / "kb.duckdb"
+def test_a_stored_pool_keeps_the_first_step(tmp_path: Path, kb: Path) -> None:
     learn_normal(healthy(tmp_path / "ok"), kb=kb)
     rows = load_normal_rows("cfg-a", kb=kb)
     assert [r["first_count"] for r in rows if r["counter"]] == [920.0]
