@@ -113,12 +113,7 @@ def _odd_named(job: ParsedJob, top: int, have: set[int], timeline: Timeline) -> 
         if int(job.event_ids[c]) in have or c not in job.examples[top]:
             continue
         line, text, _ = job.examples[top][c]
-        where, line = job.locate(top, int(job.first_pos[top, c]), int(line))
-        out.append(Indicator(event_id=int(job.event_ids[c]), template=job.templates[c],
-                             score=ODD_SCORE, nodes=[job.nodes[top]],
-                             count=int(job.counts[top, c]),
-                             examples=[{"file": where, "line": line, "node": job.nodes[top],
-                                        "text": text}]))
+        out.append(_culprit_line(job, top, c, int(job.first_pos[top, c]), int(line), text))
     return out
 
 
@@ -131,10 +126,15 @@ def _odd_on(job: ParsedJob, top: int, have: set[int]) -> list[Indicator]:
         if int(job.event_ids[c]) in have or c not in job.last_examples[top]:
             continue
         last = int(job.last_pos[top, c]) if job.last_pos is not None else 0
-        where, line = job.locate(top, last, int(job.last_line[top, c]))
-        example = {"file": where, "line": line,
-                   "node": job.nodes[top], "text": job.last_examples[top][c]}
-        out.append(Indicator(event_id=int(job.event_ids[c]), template=job.templates[c],
-                             score=ODD_SCORE, nodes=[job.nodes[top]],
-                             count=int(job.counts[top, c]), examples=[example]))
+        out.append(_culprit_line(job, top, c, last, int(job.last_line[top, c]),
+                                 job.last_examples[top][c]))
     return out
+
+
+def _culprit_line(job: ParsedJob, top: int, c: int, pos: int, line: int, text: str) -> Indicator:
+    """One routine line of the culprit's that singles it out, as an event with that one
+    example (``pos`` / ``line``: where in its stream and file)."""
+    where, line = job.locate(top, pos, line)
+    return Indicator(event_id=int(job.event_ids[c]), template=job.templates[c], score=ODD_SCORE,
+                     nodes=[job.nodes[top]], count=int(job.counts[top, c]),
+                     examples=[{"file": where, "line": line, "node": job.nodes[top], "text": text}])
