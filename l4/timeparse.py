@@ -1,4 +1,10 @@
-"""Timestamps as training stacks print them, to epoch seconds (UTC assumed when no zone).
+"""Timestamps as training stacks print them, to epoch seconds of the wall clock they show.
+
+A host's lines come from many programs: torchrun, Python's logging and dmesg print local
+time with no zone, a structured logger may add its offset ("17:53:11.230+09:00").  Read
+apart, the two would disagree by the offset, hours, on one node.  So every time is read as
+the wall clock it shows (as if UTC), and a printed offset is left aside: lines of one host
+stay on one clock, which is what ordering a failure needs.
 
 Only a handful of lines per node are ever parsed (first/last lines, first occurrence of each
 event, iteration markers), so clarity beats speed here.
@@ -56,12 +62,7 @@ def parse_ts(line: str) -> float:
         t = calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)) + (
             int(frac) / 10 ** len(frac) if frac else 0.0
         )
-        zone = m.group(9)
-        if zone and zone != "Z":
-            sign = 1 if zone[0] == "+" else -1
-            zone = zone[1:].replace(":", "")
-            t -= sign * (int(zone[:2]) * 3600 + int(zone[2:]) * 60)
-        return float(t)
+        return float(t)  # a printed offset is left aside (module docstring)
     slashed = _slashed(line)
     if not math.isnan(slashed):
         return slashed
@@ -149,11 +150,11 @@ def ts_layout(key: str) -> tuple[int, int, list[tuple[int, int]]] | None:
     """Where the ISO timestamp sits in a digit-collapsed key: (start, end, group spans).
 
     Lines sharing a key share this layout, so :func:`ts_from_matrix` can read all of their
-    timestamps with array arithmetic.  ``None`` when the key has no ISO timestamp or one
-    with a UTC offset (rare; those go through :func:`parse_ts`).
+    timestamps with array arithmetic.  ``None`` when the key has no ISO timestamp.  A
+    printed offset is left aside, as :func:`parse_ts` leaves it.
     """
     m = _ISO.search(key, 0, 200)
-    if not m or (m.group(9) and m.group(9) != "Z"):  # "Z" is UTC, which is assumed anyway
+    if not m:
         return None
     a = m.start()
     groups = [(m.start(g) - a, m.end(g) - a) if m.group(g) else (0, 0) for g in range(1, 8)]
