@@ -30,7 +30,7 @@ from typing import Any
 import duckdb
 import yaml
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 CATEGORIES = ("hardware", "user", "platform", "framework")
 KINDS = ("cause", "symptom")
 STATUSES = ("pending", "confirmed", "rejected")
@@ -64,7 +64,8 @@ MIGRATIONS[3] = [
     "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS share DOUBLE",
     "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS counter BOOLEAN",
 ]
-_PHASE_FIELDS = ("phase", "place", "stage", "named", "share", "counter", "first_count")
+_PHASE_FIELDS = ("phase", "place", "stage", "named", "share", "counter", "first_count",
+                 "pace_first", "pace_step", "pace_anchor")
 
 
 # --- migration 4: embedding cache and category classifier (issue 10) -------------------------
@@ -91,6 +92,16 @@ MIGRATIONS[4] = _MIGRATION_EMBED_CACHE
 # A counter's first count in a healthy run (a resumed run's first step): the step a failed
 # job was in when it died before printing one (l4.phases.first_step).
 MIGRATIONS[5] = ["ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS first_count DOUBLE"]
+
+# --- migration 6: the pace of a line healthy runs printed every few steps -----------------
+# An unnumbered loop line (a Trainer's loss line every 25 steps): the step of its first
+# occurrence, steps per line, and the numbered line that paced it (a save's template): a
+# failed job that numbers too few steps is counted by these lines (l4.phases.paced_steps).
+MIGRATIONS[6] = [
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS pace_first DOUBLE",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS pace_step DOUBLE",
+    "ALTER TABLE normal_rows ADD COLUMN IF NOT EXISTS pace_anchor VARCHAR",
+]
 
 
 class KBError(RuntimeError):
@@ -958,6 +969,9 @@ def _normal_row(row: dict) -> tuple:
             None if share is None else float(share),
             None if row.get("counter") is None else bool(row.get("counter")),
             None if row.get("first_count") is None else float(row.get("first_count")),
+            None if row.get("pace_first") is None else float(row.get("pace_first")),
+            None if row.get("pace_step") is None else float(row.get("pace_step")),
+            _opt_str(row.get("pace_anchor")),
         )
     except (KeyError, TypeError, ValueError) as exc:
         raise KBError(f"invalid normal-pool row {row!r}: needs {', '.join(_NORMAL_FIELDS)}") from exc
@@ -970,7 +984,8 @@ def _opt_str(v) -> str | None:
 
 _NORMAL_INSERT = (
     f"INSERT INTO normal_rows (config_id, job_id, {', '.join(_NORMAL_FIELDS)}, "
-    f"{', '.join(_PHASE_FIELDS)}, added_at) VALUES ({', '.join('?' * 16)})"
+    f"{', '.join(_PHASE_FIELDS)}, added_at) "
+    f"VALUES ({', '.join('?' * (3 + len(_NORMAL_FIELDS) + len(_PHASE_FIELDS)))})"
 )
 
 

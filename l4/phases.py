@@ -29,12 +29,14 @@ import numpy as np
 
 from l4 import gaps as gaps_
 from l4.crossjob import normal_rows
-from l4.iterations import Counter, find_counter
+from l4.iterations import LIBRARY_LOG, Counter, find_counter
+from l4.mask import digit_runs
 from l4.merge import ParsedJob
 from l4.oddwords import job_words
 from l4.profiles import EARLY, choose_profile
 from l4.schedule import Schedule, schedules
 from l4.severity import has_words
+from l4.unnumbered import densify
 
 STARTUP, LOOP_PHASE, END = "startup", "loop", "end"
 _LOOP_STAGES = ("training", "checkpointing", "evaluation")
@@ -52,6 +54,11 @@ class Timeline:
     # counter -> the first count the healthy runs printed (a resumed run's first step): the
     # step a job was in when it died before printing any (``first_step``)
     first_counts: dict[int, float] = field(default_factory=dict)
+    # an unnumbered loop line -> (the step of its first occurrence, steps per line, the
+    # numbered line that paced it) in healthy runs (``l4.unnumbered.densify``): a job that
+    # numbers too few of its steps to count them is counted by how many of these lines it
+    # printed (``paced_steps``)
+    paces: dict[int, tuple[float, float, int]] = field(default_factory=dict)
     # event -> the words healthy nodes printed in it (``l4.oddwords``): a routine line in
     # which the culprit alone names something new
     words: dict[int, frozenset[str]] = field(default_factory=dict)
@@ -187,12 +194,19 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     between: list = []
     firsts: dict[int, list[float]] = defaultdict(list)
     words: dict[int, set[str]] = defaultdict(set)
+    paced: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
     for job in jobs:
         for cid, ws in job_words(job).items():
             words[cid] |= ws
         profile = choose_profile(job.templates, job.framework)
         stages = [profile.stage_of(t) for t in job.templates]
         counter = find_counter(job, profile, stages)
+        pace = _pace(job, counter, stages)
+        if pace is not None:
+            paced[pace[0]].append(pace[1:])
+            for c, cid in enumerate(job.event_ids):
+                if cid in (pace[0], pace[3]):
+                    text.setdefault(int(cid), job.templates[c])
         if counter is None or not counter.tracks:
             continue
         used += 1
@@ -223,12 +237,17 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
         if inside.any():
             start = int(job.first_pos[r, inside].min())
             _vote(job, r, (start, int(job.n_records[r])), votes, places)
+    paces = {cid: _agreed(v) for cid, v in paced.items() if _agreed(v)}
+    pace_text = {cid: text[cid] for p in paces for cid in (p, paces[p][2]) if cid in text}
     if not used:
-        return None
+        # runs too short to trust their counter alone still pace their reports
+        return Timeline(paces=paces, templates=pace_text) if paces else None
     tl = Timeline(jobs=used, counters=counted, schedules=periodic, gaps=gaps_.combine(between),
                   first_counts={cid: float(np.median(v)) for cid, v in firsts.items()},
+                  paces=paces,
                   words={cid: frozenset(ws) for cid, ws in words.items()})
     nodes = sum(job.n_nodes for job in jobs)
+    tl.templates.update(pace_text)
     for cid, v in votes.items():
         tl.share[cid] = sum(v.values()) / max(nodes, 1)
         tl.phase[cid] = max(v, key=lambda k: (v[k], k))
@@ -357,6 +376,86 @@ def _first_count(counter) -> float | None:
     return min(firsts) if firsts else None
 
 
+def _pace(job: ParsedJob, counter: Counter | None, stages: list[str | None]
+          ) -> tuple[int, float, float, int] | None:
+    """(event id, step of its first line, steps per line, event id of the numbered line
+    that paced it) of the unnumbered line a healthy job printed every few steps, counted
+    from its numbered lines (``densify``).
+
+    A short healthy run may number only three or four saves ("checkpoint-280", "-560",
+    ...), too few for a counter to be trusted on their own (``find_counter``); a line
+    printed the same number of times in each of their intervals confirms that they count
+    steps, so each such numbered line is tried as the anchors."""
+    quiet = np.zeros((job.n_nodes, job.n_events), bool)
+    for ctr in [counter] if counter is not None else _numbered_lines(job):
+        finer = densify(job, ctr, list(stages), quiet)
+        if finer is None:
+            continue
+        firsts = [float(num[0]) for _, num, _ in finer.tracks.values() if len(num)]
+        if firsts:
+            return (int(job.event_ids[finer.marker]), min(firsts), float(finer.step),
+                    int(job.event_ids[ctr.marker]))
+    return None
+
+
+#: counts a numbered line needs to anchor a paced line in a healthy run without a counter
+MIN_ANCHORS = 3
+
+
+def _numbered_lines(job: ParsedJob):
+    """Each node's lines whose number rises at every occurrence, three times or more, as a
+    one-line counter (a collective library's own lines count channels and peers)."""
+    for i, mk in enumerate(job.markers):
+        for c, track in mk.items():
+            if LIBRARY_LOG.search(job.templates[c]):
+                continue
+            ok = ~np.isnan(track.numbers)
+            nums = track.numbers[ok]
+            if len(nums) < MIN_ANCHORS or not (np.diff(nums) > 0).all():
+                continue
+            yield Counter(marker=c, cols=[c], step=float(np.median(np.diff(nums))),
+                          tracks={i: (track.positions[ok], nums, track.ts[ok])})
+
+
+def _agreed(paces: list[tuple[float, float, int]]) -> tuple[float, float, int] | None:
+    """One pace from the healthy jobs' own, when they agree (one configuration paces its
+    reports alike; disagreeing runs teach nothing)."""
+    return paces[0] if all(p == paces[0] for p in paces) else None
+
+
+def paced_steps(tl: Timeline, job: ParsedJob) -> tuple[float, float] | None:
+    """(the last step a job reported, steps per report) by how many of a paced line it
+    printed.  Healthy runs of its configuration printed that line every ``k`` steps, first
+    at step ``s0``, so a job's ``n``-th such line reported step ``s0 + (n - 1) k``.  A job
+    resumed from elsewhere starts its count elsewhere: its last line of the kind that paced
+    it (a save to "checkpoint-150", printed once is enough) names a step on that grid, and
+    each paced line after it is ``k`` more.  The node that printed the line most counts;
+    the finest pace wins.  ``None`` when the job printed no paced line.  For a job that
+    numbers too few steps to count them itself (one save before it died, a resumed run
+    that died soon after)."""
+    ids = {int(cid): c for c, cid in enumerate(job.event_ids)}
+    for cid, (s0, k, anchor) in sorted(tl.paces.items(), key=lambda kv: kv[1][1]):
+        c = ids.get(cid)
+        if c is None or not job.counts[:, c].any():
+            continue
+        i = int(np.argmax(job.counts[:, c]))
+        seq = job.seqs[i]
+        counted = s0 + (int(job.counts[i, c]) - 1) * k
+        a = ids.get(anchor)
+        if a is None or not job.counts[i, a] or job.last_pos is None:
+            return counted, k
+        at = int(job.last_pos[i, a])
+        before = int((seq[:at] == c).sum())
+        guess = s0 + (before - 1) * k  # the anchor's step, were the job counted from s0
+        named = [float(v) for v in digit_runs(job.last_examples[i].get(a, ""))
+                 if v >= s0 and (v - s0) % k == 0]
+        if not named:
+            return counted, k
+        value = min(named, key=lambda v: abs(v - guess))
+        return value + k * int((seq[at + 1:] == c).sum()), k
+    return None
+
+
 def first_step(tl: Timeline, job: ParsedJob) -> list[float]:
     """The steps a job was in when it died in training before printing any count: the
     first count of each counter healthy runs of its configuration printed, lowest first.
@@ -376,19 +475,23 @@ def first_step(tl: Timeline, job: ParsedJob) -> list[float]:
 def timeline_rows(tl: Timeline) -> list[dict]:
     """A timeline as rows keyed by template text, for the stored normal pool (cluster ids
     belong to one template store; texts are matched again when the pool is used)."""
-    return [
-        {
+    rows = []
+    for cid in [*tl.phase, *(c for c in tl.paces if c not in tl.phase)]:
+        pace = tl.paces.get(cid)
+        rows.append({
             "template": tl.templates[cid],
-            "phase": ph,
+            "phase": tl.phase.get(cid, LOOP_PHASE),
             "place": tl.place.get(cid),
             "stage": tl.stage.get(cid),
             "named": tl.named.get(cid),
             "share": tl.share.get(cid, 0.0),
             "counter": cid in tl.counters,
             "first_count": tl.first_counts.get(cid),
-        }
-        for cid, ph in tl.phase.items()
-    ]
+            "pace_first": pace[0] if pace else None,
+            "pace_step": pace[1] if pace else None,
+            "pace_anchor": tl.templates.get(pace[2]) if pace else None,
+        })
+    return rows
 
 
 def pool_rows(job: ParsedJob) -> list[dict]:
@@ -443,6 +546,10 @@ def timeline_from_rows(rows: list[dict], match, jobs: int = 1) -> Timeline | Non
         firsts = [float(g["first_count"]) for g in group if g.get("first_count") is not None]
         if firsts:
             tl.first_counts[cid] = float(np.median(firsts))
+        paces = [(float(g["pace_first"]), float(g["pace_step"]), match(g["pace_anchor"]))
+                 for g in group if g.get("pace_step") and g.get("pace_anchor")]
+        if paces and _agreed(paces) and paces[0][2] is not None:
+            tl.paces[cid] = paces[0]
     return tl
 
 
@@ -462,6 +569,7 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         out.named.update(p.named)
         out.counters |= p.counters
         out.first_counts.update(p.first_counts)
+        out.paces.update(p.paces)
         for cid, ws in p.words.items():
             out.words[cid] = out.words.get(cid, frozenset()) | ws
         for a, ends in p.closers.items():

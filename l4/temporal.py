@@ -15,7 +15,7 @@ from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
 from l4.onset import onset
-from l4.phases import Timeline, first_step
+from l4.phases import Timeline, first_step, paced_steps
 from l4.profiles import choose_profile
 from l4.seqstep import steps_at_failure
 from l4.spatial import NodeScore
@@ -66,6 +66,10 @@ FIRST_STEP_SCORE = 1.0
 #: and unusual steps (at most 4.5 unless a slowdown or an alarming streak began there)
 PHASE_DONE_SCORE = 4.9
 
+#: a job that numbered too few steps to count them: the step its count of a line healthy
+#: runs printed every few steps reaches (``l4.phases.paced_steps``)
+PACED_SCORE = 1.0
+
 
 @dataclass
 class TemporalResult:
@@ -79,6 +83,23 @@ class TemporalResult:
     marker_template: str | None = None
     step: float | None = None
     notes: list[str] = field(default_factory=list)
+
+
+def _paced_iterations(stage: str, last: float, k: float) -> list[tuple[int, float]]:
+    """The iterations to list for a job whose last report was of step ``last``, one every
+    ``k`` steps: a save or an evaluation runs after the step it reports (the framework
+    reports, then evaluates and saves), a failure in training is in the next interval,
+    named as the job would have reported it."""
+    nxt = int(last + k)
+    if stage in ("checkpointing", "evaluation"):
+        order = [int(last), nxt]
+    else:
+        order = [nxt, *spread_steps(nxt, k)] if k >= SPREAD_MIN_STEP else [nxt, int(last)]
+    out: list[tuple[int, float]] = []
+    for it in order:
+        if all(it != o for o, _ in out):
+            out.append((it, PACED_SCORE - 0.01 * len(out)))
+    return out
 
 
 def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
@@ -123,6 +144,12 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             if firsts:
                 result.notes.append("died before its first step report: the first step healthy "
                                     "runs of this configuration reported is listed")
+        if not result.iterations and stage in LOOP and timeline is not None:
+            paced = paced_steps(timeline, job)
+            if paced is not None:
+                result.iterations = _paced_iterations(stage, *paced)
+                result.notes.append("no step counter: steps counted by a line healthy runs of "
+                                    "this configuration printed every few steps")
         return result
     result.marker_template = job.templates[counter.marker]
     result.step = counter.step

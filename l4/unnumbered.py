@@ -54,7 +54,7 @@ def densify(job: ParsedJob, counter: Counter | None, stages: list[str | None],
         for anchors in _anchor_tracks(job, counter, i, anomalous, stages):
             for c in cands:
                 pos = np.flatnonzero(seq == c)
-                k = _stride(pos, anchors)
+                k = _stride(pos, anchors, seq)
                 if k is None or k >= limit or (counter is not None and counter.step % k):
                     continue
                 key = (k, -len(pos))
@@ -117,16 +117,25 @@ def _anchors(pos: np.ndarray, num: np.ndarray) -> list[tuple[int, float]]:
     return out
 
 
-def _stride(pos: np.ndarray, anchors: list[tuple[int, float]]) -> int | None:
+def _stride(pos: np.ndarray, anchors: list[tuple[int, float]],
+            seq: np.ndarray | None = None) -> int | None:
     """Steps per line when every complete interval between anchors holds the line once
-    per the same whole number of steps; None otherwise."""
+    per the same whole number of steps; None otherwise.
+
+    ``seq``, the node's records, tells a burst from steps going by: the line's copies
+    bunched in a stretch of the interval that other repeated lines fill (every rank's copy
+    of one line beside the steps' own lines) are no steps.  Lines an interval holds once
+    (an evaluation's banner, a save's two lines) pass no steps, so they do not count
+    towards the stretch: a Trainer without a progress bar prints its loss lines back to
+    back, then evaluates and saves.
+    """
     ks = set()
     for (a, va), (b, vb) in zip(anchors, anchors[1:], strict=False):
         inside = pos[(pos > a) & (pos < b)]
         m = len(inside)
         if m == 0:
             return None
-        if m > 1 and inside[-1] - inside[0] < SPREAD * (b - a - 1):
+        if m > 1 and inside[-1] - inside[0] < SPREAD * (_stretch(seq, a, b) - 1):
             return None  # a burst (every rank's copy of one line), not steps going by
         gap = vb - va
         if gap <= 0 or gap % m:
@@ -142,6 +151,15 @@ def _stride(pos: np.ndarray, anchors: list[tuple[int, float]]) -> int | None:
         if ((pos > a) & (pos < b)).sum() < MIN_LINES_ONE or not ((pos < a) | (pos > b)).any():
             return None
     return k
+
+
+def _stretch(seq: np.ndarray | None, a: int, b: int) -> int:
+    """Records strictly between positions ``a`` and ``b`` that steps can fill: all of
+    them without ``seq``, else those of lines printed more than once in between."""
+    if seq is None:
+        return b - a - 1
+    _, counts = np.unique(seq[a + 1:b], return_counts=True)
+    return int(counts[counts >= 2].sum())
 
 
 def _numbers(pos: np.ndarray, anchors: list[tuple[int, float]], k: int) -> np.ndarray:

@@ -315,7 +315,8 @@ def test_normal_pool_add_replace_and_isolation(kb: Path) -> None:
                                             "n_nodes", "max_per_node", "lines_total",
                                             # where the event sits in a healthy run (l4.phases)
                                             "phase", "place", "stage", "named", "share",
-                                            "counter", "first_count"}
+                                            "counter", "first_count",
+                                            "pace_first", "pace_step", "pace_anchor"}
     assert all(r["phase"] is None for r in rows)  # rows that carry no timeline
     kbstore.add_normal_job("cfg-a", "j1", [_row("c")], kb=kb)  # re-adding replaces
     assert sorted(r["template"] for r in kbstore.load_normal_rows("cfg-a", kb=kb)) == ["a <*>", "c"]
