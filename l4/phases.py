@@ -22,6 +22,7 @@ Nothing here depends on a framework's wording beyond the profile's stage words.
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -140,12 +141,14 @@ class Timeline:
         its role prints that it never reached, the stages of all it reached).  ``None``
         parts when unknown."""
         reached: set[int] = set()
+        order: list[tuple[int, int]] = []  # (first record, event id) in the node's order
         for c, cid in enumerate(job.event_ids):
             fp = int(job.first_pos[r, c])
             if 0 <= fp < pos and self.phase.get(cid) == STARTUP:
                 reached.add(cid)
+                order.append((fp, int(cid)))
         seen = set(int(job.event_ids[c]) for c in np.nonzero(job.counts[r] > 0)[0].tolist())
-        last = max(reached, key=lambda cid: self.place[cid]) if reached else None
+        last = self._frontier([cid for _, cid in sorted(order)])
         at = self.place[last] if last is not None else -1.0
         # what a node of this one's role would have printed next: a node that printed
         # only what every node prints is no first rank that logs the whole start-up
@@ -159,6 +162,35 @@ class Timeline:
             self.stage.get(nxt) if nxt is not None else None,
             sorted({self.named[cid] for cid in reached if cid in self.named}),
         )
+
+
+    def _frontier(self, reached: list[int]) -> int | None:
+        """The furthest healthy start-up event a node reached, of those it printed in its
+        own order (``reached``).  A line healthy runs print at more than one place (a
+        timing table's "(min, max) time across ranks (ms):" after loading a checkpoint
+        and again after building the data) has the place of where they printed it
+        first, which may lie far past where this node printed it: an event that leaps
+        over much more of the healthy start-up than the node's other steps ever did
+        (``LEAP``) does not move the frontier there."""
+        if not reached:
+            return None
+        places = [self.place[cid] for cid in reached]
+        steps = np.diff(np.maximum.accumulate(places))
+        steps = steps[steps > 0]
+        usual = float(np.median(steps)) if steps.size >= LEAP_MIN_STEPS else math.inf
+        best, at = None, -math.inf
+        for cid, p in zip(reached, places, strict=True):
+            if best is not None and p - at > max(LEAP_MIN, LEAP * usual) and p > at:
+                continue  # printed here, placed far later by healthy runs: no progress
+            if p > at:
+                best, at = cid, p
+        return best
+
+
+#: an event leaps when it moves a node's frontier by more than this many times its usual
+#: step along the healthy start-up, and by more than LEAP_MIN of it; a node needs
+#: LEAP_MIN_STEPS steps for its usual one to be known
+LEAP, LEAP_MIN, LEAP_MIN_STEPS = 8.0, 0.1, 5
 
 
 def _after_loop(job: ParsedJob, c: int, counter: Counter | None) -> bool:
