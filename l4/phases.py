@@ -165,31 +165,29 @@ class Timeline:
 
 
     def _frontier(self, reached: list[int]) -> int | None:
-        """The furthest healthy start-up event a node reached, of those it printed in its
-        own order (``reached``).  A line healthy runs print at more than one place (a
-        timing table's "(min, max) time across ranks (ms):" after loading a checkpoint
-        and again after building the data) has the place of where they printed it
-        first, which may lie far past where this node printed it: an event that leaps
-        over much more of the healthy start-up than the node's other steps ever did
-        (``LEAP``) does not move the frontier there."""
+        """The furthest healthy start-up event a node reached (``reached``: those it
+        printed).  A line healthy runs print at more than one place (a timing table's
+        "(min, max) time across ranks (ms):" after loading a checkpoint and again after
+        building the data) has the place of where they printed it first, which may lie far
+        past where this node printed it.  Such a line stands alone at the top: it leaps
+        over much more of the healthy start-up than the steps between the node's other
+        lines (``LEAP``), so it does not move the frontier there."""
         if not reached:
             return None
-        places = [self.place[cid] for cid in reached]
-        steps = np.diff(np.maximum.accumulate(places))
+        ranked = sorted(reached, key=lambda cid: self.place[cid])
+        places = np.array([self.place[cid] for cid in ranked])
+        steps = np.diff(places)
         steps = steps[steps > 0]
         usual = float(np.median(steps)) if steps.size >= LEAP_MIN_STEPS else math.inf
-        best, at = None, -math.inf
-        for cid, p in zip(reached, places, strict=True):
-            if best is not None and p - at > max(LEAP_MIN, LEAP * usual) and p > at:
-                continue  # printed here, placed far later by healthy runs: no progress
-            if p > at:
-                best, at = cid, p
-        return best
+        top = len(ranked) - 1
+        while top > 0 and places[top] - places[top - 1] > max(LEAP_MIN, LEAP * usual):
+            top -= 1
+        return ranked[top]
 
 
-#: an event leaps when it moves a node's frontier by more than this many times its usual
-#: step along the healthy start-up, and by more than LEAP_MIN of it; a node needs
-#: LEAP_MIN_STEPS steps for its usual one to be known
+#: an event leaps when it lies further past the node's next furthest one than this many
+#: times the usual step between its lines along the healthy start-up, and by more than
+#: LEAP_MIN of it; a node needs LEAP_MIN_STEPS steps for its usual one to be known
 LEAP, LEAP_MIN, LEAP_MIN_STEPS = 8.0, 0.1, 5
 
 

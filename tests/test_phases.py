@@ -238,3 +238,20 @@ def test_a_line_that_samples_the_counter_is_not_the_counter(tmp_path):
     assert "global_step" in report["iteration_marker"]
     assert report["nodes"][0]["node"] == "n3"
     assert 57 in [it["iteration"] for it in report["iterations"][:3]]
+
+
+def test_a_line_healthy_runs_print_late_does_not_leap_the_frontier() -> None:
+    """A timing table's header ("(min, max) time across ranks (ms):") that healthy runs
+    first printed near the end of their start-up, printed by this node right after loading
+    its checkpoint, does not say it got to the end: it leaps over much more of the healthy
+    start-up than the steps between any of the node's other lines.  Without enough steps
+    of its own to know what is usual, a node's furthest line stands."""
+    from l4.phases import Timeline
+
+    tl = Timeline(place={k: 0.05 * k for k in range(1, 11)} | {99: 0.99})
+    assert tl._frontier([1, 2, 3, 4, 5, 6, 99]) == 6
+    assert tl._frontier([1, 2, 3, 4, 5, 6, 7, 8, 9, 10]) == 10
+    assert tl._frontier([2, 4, 99]) == 99  # too few steps to know its usual one
+    # lines out of the healthy order, or one gap in what it printed, are no leap
+    assert tl._frontier([1, 3, 2, 4, 5, 6, 8, 7]) == 8
+    assert tl._frontier([1, 2, 3, 6, 7, 8, 9, 10]) == 10
