@@ -87,6 +87,17 @@ _BOILERPLATE = re.compile(
     r"|(?:Current thread|Thread) \S+ \(most recent call first\):"
     r"|Extension modules: .*)\s*$"
 )
+# Lines that lay out a report an operator's tool printed rather than say anything: a
+# banner ("==== pod x (namespace y) ===="), a section heading with nothing after it
+# ("Events:"), a table's header row ("Type  Reason  Age  From  Message"), and a shell's
+# trace of the command it runs next ("+ dmesg -T | grep -iE 'xid|oom'": `set -x`, whose
+# words are the command's, not an outcome).  What they frame is the event.
+_FRAMING = re.compile(
+    r"^\s*(?:={3,}.*={3,}"
+    r"|[A-Z][A-Za-z ]{0,30}:"
+    r"|[A-Z][a-z]+(?:\s+[A-Z][a-z]+){3,}"
+    r"|\+{1,3} \S.*)\s*$"
+)
 _WORD = re.compile(r"[A-Za-z]{3,}")
 _PLACEHOLDER = re.compile(r"<[A-Z*]+>")
 
@@ -109,9 +120,11 @@ def is_field(template: str) -> bool:
 
 @lru_cache(maxsize=65536)
 def is_boilerplate(template: str) -> bool:
-    """True for lines that frame an error without saying what it is, and for lines with no
-    word of their own (separators, blank lines): never an indicator by themselves."""
-    return bool(_BOILERPLATE.match(template)) or not has_words(template)
+    """True for lines that frame an error without saying what it is, lines that lay out
+    a tool's report (``_FRAMING``), and lines with no word of their own (separators, blank
+    lines): never an indicator by themselves."""
+    return (bool(_BOILERPLATE.match(template)) or bool(_FRAMING.match(template))
+            or not has_words(template))
 
 
 @lru_cache(maxsize=65536)
