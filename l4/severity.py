@@ -82,7 +82,7 @@ _BOILERPLATE = re.compile(
     r"|During handling of the above exception, another exception occurred:"
     r"|The above exception was the direct cause of the following exception:"
     r"|Exception raised from .* \(most recent call first\):"
-    r"|frame #\S+: .*"
+    r"|frame #\S+: .*|<omitting python frames>"
     # Python's faulthandler frames a fatal error with these; "Fatal Python error: ..." says it
     r"|(?:Current thread|Thread) \S+ \(most recent call first\):"
     r"|Extension modules: .*)\s*$"

@@ -26,6 +26,7 @@ from l4.onset import onset, time_near
 from l4.phases import Timeline
 from l4.profiles import EARLY, Profile
 from l4.schedule import scheduled_phase
+from l4.severity import is_boilerplate
 
 ORDER = ("initialization", "data_loading", "model_loading", "training", "checkpointing",
           "evaluation", "finalization")
@@ -241,6 +242,16 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     pos, line, t0 = point
     said = occurrence_stages(job, profile, stages)
     stage, over = _node_stage(job, stages, r, pos, counter, current, timeline, said)
+    trouble = _first_trouble(job, cross, r)
+    torn_down = False
+    if stage == "finalization" and trouble is not None and trouble[0] < pos:
+        # what healthy runs print as they end (a store's "failed to send a keep-alive
+        # heartbeat" as its server goes away) is the node's teardown when it came after
+        # the node's own trouble began: the stage is where that trouble found it
+        before, over_before = _node_stage(job, stages, r, trouble[0], counter, current,
+                                          timeline, said)
+        if before in LOOP:
+            stage, over, torn_down = before, over_before, True
     # the error's own words, and the code its traceback went through, may place it more
     # precisely (a failed torch.save is checkpointing, an OOM inside evaluate() evaluation)
     anom = np.nonzero(cross.anomalous[r] & (cross.severity >= 0.5))[0]
@@ -280,6 +291,11 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     # cannot tell (a save or evaluation rank 0 announced)
     rough = math.isnan(t0) and line is not None
     t_stage = time_near(job, r, line) if rough else t0
+    if torn_down:
+        # ... and the job's clock is read there too, before every node's teardown
+        t_trouble = time_near(job, r, trouble[1])
+        if not math.isnan(t_trouble) and not t_trouble > t_stage:
+            t_stage = t_trouble
     timed = _stage_by_time(job, stages, t_stage)
     if rough and timed is not None and not (
         stage is None or (stage == "training" and timed not in EARLY)
@@ -324,6 +340,15 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if stage == "checkpointing" and _final_save(job, stages):
         stage = "finalization"
     return stage, hinted
+
+
+def _first_trouble(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int] | None:
+    """(record, line) where node ``r`` first printed an unusual error, or ``None``."""
+    mask = cross.anomalous[r] & (cross.severity >= 0.5) & (job.first_pos[r] >= 0)
+    if not mask.any():
+        return None
+    c = int(np.flatnonzero(mask)[np.argmin(job.first_pos[r][mask])])
+    return int(job.first_pos[r, c]), int(job.first_line[r, c])
 
 
 #: a share of the nodes this large whose trouble began with one line: the job was stopped
@@ -469,7 +494,11 @@ def _training_finished(job: ParsedJob, cross: CrossJobResult, stages: list[str |
     """Had any node announced the end of training (healthy-looking finalization lines after
     its own training lines) before its own trouble began?  Collectives keep ranks in step,
     so then the whole job was past its last iteration: a save or crash now is final."""
-    fin = np.array([st == "finalization" for st in stages], dtype=bool)
+    # the header of a C++ stack torch prints ("Exception raised from ... (most recent call
+    # first):") ends healthy runs too, as their store shuts down; printed before an error,
+    # it frames that error and announces nothing
+    fin = np.array([st == "finalization" and not is_boilerplate(t)
+                    for st, t in zip(stages, job.templates, strict=True)], dtype=bool)
     train = np.array([st == "training" for st in stages], dtype=bool)
     if not fin.any() or not train.any():
         return False
