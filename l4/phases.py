@@ -163,7 +163,6 @@ class Timeline:
             sorted({self.named[cid] for cid in reached if cid in self.named}),
         )
 
-
     def _frontier(self, reached: list[int]) -> int | None:
         """The furthest healthy start-up event a node reached (``reached``: those it
         printed).  A line healthy runs print at more than one place (a timing table's

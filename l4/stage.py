@@ -242,9 +242,9 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     pos, line, t0 = point
     said = occurrence_stages(job, profile, stages)
     stage, over = _node_stage(job, stages, r, pos, counter, current, timeline, said)
-    trouble = _first_trouble(job, cross, r)
+    trouble = _first_trouble(job, cross, r) if stage == "finalization" else None
     torn_down = False
-    if stage == "finalization" and trouble is not None and trouble[0] < pos:
+    if trouble is not None and trouble[0] < pos:
         # what healthy runs print as they end (a store's "failed to send a keep-alive
         # heartbeat" as its server goes away) is the node's teardown when it came after
         # the node's own trouble began: the stage is where that trouble found it
@@ -511,9 +511,9 @@ def _training_finished(job: ParsedJob, cross: CrossJobResult, stages: list[str |
         # an echo of a peer's failure is trouble too: the healthy-looking lines a node
         # prints after it (a rendezvous shutting down, as every healthy run's end does)
         # are its teardown, not the end of its training
-        trouble = first[cross.anomalous[i] & (cross.severity >= 0.5) & (first >= 0)]
-        if trouble.size:
-            p_i = min(p_i, int(trouble.min()))
+        trouble = _first_trouble(job, cross, i)
+        if trouble is not None:
+            p_i = min(p_i, trouble[0])
         ok = fin & ~cross.anomalous[i] & (first > seen_train.min()) & (first < p_i)
         if ok.any():
             return True
