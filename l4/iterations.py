@@ -77,14 +77,17 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     tracks, clocks, firsts, printed = {}, {}, {}, {}
     for i, mk in enumerate(job.markers):
         if any(c in mk for c in cols):
-            pos, num, ts, dur, lines = _joined([mk[c] for c in cols if c in mk])
+            pos, num, ts, dur, lines, el = _joined([mk[c] for c in cols if c in mk])
             tracks[i] = (pos, num, ts)
             # a speed stands in for the step's duration in no known unit: it shows a slow
             # step, but is no number of seconds to count steps by (``l4.stepclock``)
             rate = any(c in mk and (mk[c].duration_field or (0, 0.0))[1] == RATE for c in cols)
             printed[i] = (lines, np.full(len(dur), np.nan) if rate else dur)
             firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
-            if np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
+            bar = bar_clock(el) if np.isnan(ts).all() else None
+            if bar is not None:
+                clocks[i] = bar
+            elif np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
                 # lines that state no duration (a second wording of the counter line, one
                 # whose duration the scanner could not read) took a typical step's time:
                 # counting them as instant would read as a slowdown where the wording
@@ -93,6 +96,28 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
     return Counter(marker, cols, tracks, step, clocks, firsts, printed)
+
+
+def bar_clock(elapsed: np.ndarray) -> np.ndarray | None:
+    """Per-line times of a counter printed by a progress bar, from the bar's own elapsed
+    field (``MarkerTrack.elapsed``), or ``None`` when too few lines carry it.
+
+    The bar's speed ("9.19s/it") is smoothed over many updates, so a step that turned slow
+    shows there only dozens of steps later; its elapsed time moves by the very seconds the
+    step took.  A bar that starts over (the next epoch's) goes on from where the last one
+    stopped; a line without the field takes the time of the one before it."""
+    ok = ~np.isnan(elapsed)
+    if ok.sum() < 3 or ok.sum() < 0.8 * len(elapsed):
+        return None
+    el = np.where(ok, elapsed, np.nan)
+    out = np.empty(len(el))
+    t = prev = 0.0
+    for k, e in enumerate(el.tolist()):
+        if e == e:
+            t += e - prev if e >= prev else e  # a new bar: its time counts from zero
+            prev = e
+        out[k] = t
+    return out
 
 
 #: a collective library's own log lines (NCCL_DEBUG=INFO and its kin)
@@ -316,16 +341,23 @@ def _durations(track) -> np.ndarray:
     return dur if dur is not None and len(dur) == len(track.ts) else np.full(len(track.ts), np.nan)
 
 
-def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(positions, counts, times, printed durations, line numbers) of marker tracks, joined
-    in record order, one entry per count."""
+def _elapsed(track) -> np.ndarray:
+    """A track's progress-bar clock readings, one per line (nan where none was read)."""
+    el = getattr(track, "elapsed", None)
+    return el if el is not None and len(el) == len(track.ts) else np.full(len(track.ts), np.nan)
+
+
+def _joined(tracks) -> tuple[np.ndarray, ...]:
+    """(positions, counts, times, printed durations, line numbers, bar clock) of marker
+    tracks, joined in record order, one entry per count."""
     pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
     num = np.concatenate([np.zeros(0)] + [_counted(t) for t in tracks])
     ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
     dur = np.concatenate([np.zeros(0)] + [_durations(t) for t in tracks])
     lines = np.concatenate([np.zeros(0, np.int64)] + [_lines(t) for t in tracks])
+    el = np.concatenate([np.zeros(0)] + [_elapsed(t) for t in tracks])
     order = np.argsort(pos, kind="stable")
-    cols = [pos[order], num[order], ts[order], dur[order], lines[order]]
+    cols = [pos[order], num[order], ts[order], dur[order], lines[order], el[order]]
     cols[1] = unwrap_periodic(cols[1])
     num = cols[1]
     if len(num) > 1:
@@ -338,7 +370,7 @@ def _joined(tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.
         num = cols[1]
         ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
         cols = [c[ahead] for c in cols]
-    return cols[0], cols[1], cols[2], cols[3], cols[4]
+    return tuple(cols)
 
 
 def _lines(track) -> np.ndarray:

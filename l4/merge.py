@@ -235,8 +235,9 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
                       period=getattr(a, "period", 0.0) or getattr(b, "period", 0.0),
                       total=getattr(a, "total", 0.0) or getattr(b, "total", 0.0),
                       base=_first_base(a, b))
-    for name in ("positions", "lines", "numbers", "ts", "durations"):
-        setattr(out, name, np.concatenate([getattr(a, name), getattr(b, name)])[order])
+    out.bar = getattr(a, "bar", False) or getattr(b, "bar", False)
+    for name in ("positions", "lines", "numbers", "ts", "durations", "elapsed"):
+        setattr(out, name, np.concatenate([_column(a, name), _column(b, name)])[order])
     if (a.field_step and b.field_step and a.field_step[0] != b.field_step[0]
             and _drops(out.numbers) > 2 * max(_drops(a.numbers), _drops(b.numbers)) + 2):
         # two line shapes that became one template count different numbers (a progress
@@ -244,6 +245,12 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
         # their numbers cannot be mixed, so the track that counts more keeps the column
         return max((a, b), key=_counting_power)
     return out
+
+
+def _column(t: MarkerTrack, name: str) -> np.ndarray:
+    """One of a track's per-line arrays; nan for one a scan cached before it existed."""
+    v = getattr(t, name, None)
+    return v if v is not None and len(v) == len(t.positions) else np.full(len(t.positions), np.nan)
 
 
 def _first_base(a: MarkerTrack, b: MarkerTrack) -> float:

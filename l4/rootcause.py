@@ -55,6 +55,16 @@ RARE_SCALE = 8.0  # summed IDF at which the evidence reaches 1 - 1/e
 RARE_BIGRAMS = False  # word pairs are tokens too
 RARE_WORDS = False  # plain words of the lines that state a fault are tokens too
 RARE_MIN_IDF = 2.5  # a token in more than N * exp(-RARE_MIN_IDF) patterns does not count
+#: whose identifiers count as rare evidence for a pattern: "event" = those of the events
+#: (a report's event: its template and examples; an excerpt given to ``kb match`` is one)
+#: whose lines read most like the pattern (its best line, and any line within
+#: RARE_LINE_MARGIN of that similarity); "line" = those lines' own; "job" = every line
+#: of the query pooled.  Pooled over a report, lines of different events that are each
+#: benign made a match together: a launcher's "main.py FAILED" and the "local_rank: 0"
+#: of its exit summary named the pattern of a script that rejects --local_rank
+#: (2026-12-05, third generator development jobs).
+RARE_SCOPE = "event"
+RARE_LINE_MARGIN = 0.10
 
 # --- exact evidence: error codes ------------------------------------------------------------
 
@@ -247,7 +257,10 @@ _RARE_STOP = frozenset(
     "the and for with from this that was are not has have had been into than then when while "
     "you your please see more use using can will may line file call error errors failed "
     "failure warn warning info debug notice fatal critical rank process int str none true "
-    "false self return".split())
+    "false self return "
+    # a distributed job's coordinates, printed by every launcher and in every failure
+    # summary ("local_rank: 3 (pid: 1762)"): they say where, not what went wrong
+    "local_rank global_rank node_rank group_rank world_size local_world_size".split())
 
 
 _BIGRAM_WORD = re.compile(r"[a-z_]{3,}")
@@ -257,6 +270,12 @@ def rare_tokens(text: str) -> frozenset[str]:
     """Lower-case identifier tokens of one text (no stop words, at least 3 characters);
     the canonical error codes of the text are tokens too ('code:XID79')."""
     return _rare_tokens(text)
+
+
+#: a Python file named on its own ("main.py FAILED", "train.py: error: ...") is the
+#: user's script: whatever it is called, it names no fault (a library's frames are
+#: named with their path, which the token pattern leaves out anyway)
+_SCRIPT = re.compile(r"[\w-]+\.py")
 
 
 def _identifier(tok: str) -> bool:
@@ -278,6 +297,8 @@ def _rare_tokens(text: str) -> frozenset[str]:
     out: set[str] = set()
     for m in _RARE_TOKEN.finditer(text):
         whole = m.group(0).strip("_.:")
+        if _SCRIPT.fullmatch(whole):
+            continue
         parts = [whole] + (re.split(r"[.:]", whole) if ("." in whole or ":" in whole) else [])
         for t in parts:
             t = t.strip("_")
@@ -705,17 +726,19 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
     query_codes: set[str] = set().union(*(u.codes for u in units))
     conflict_codes = query_codes.union(*(stated_reasons(u.text) for u in units))
     idf = rare_idf([p.tokens for p in library]) if RARE_WEIGHT > 0 else {}
-    query_tokens: frozenset[str] = frozenset()
+    unit_tokens: list[frozenset[str]] = [frozenset()] * len(units)
     if RARE_WEIGHT > 0:
         # the victims' echoes (NCCL timeouts, resets) name ProcessGroupNCCL, WorkNCCL ...
         # in every failed job: with the culprit's own lines at hand, only those count
         culprit_known = any(u.role == "culprit" for u in units)
-        query_tokens = frozenset().union(*(rare_tokens(u.text) for u in units if not u.plain
-                                           and not (culprit_known and u.role == "symptom")))
-        if RARE_WORDS:
-            query_tokens |= frozenset().union(
-                *(rare_words(u.text) for u in units if _FAULT_LINE.search(u.text)
-                  and not (culprit_known and u.role == "symptom")))
+        for qi, u in enumerate(units):
+            if culprit_known and u.role == "symptom":
+                continue
+            toks = rare_tokens(u.text) if not u.plain else frozenset()
+            if RARE_WORDS and _FAULT_LINE.search(u.text):
+                toks |= rare_words(u.text)
+            unit_tokens[qi] = toks
+    query_tokens: frozenset[str] = frozenset().union(*unit_tokens)
 
     relevance = [0.0] * len(units)
     line_kind = [""] * len(units)  # kind of the pattern each line resembles most
@@ -772,7 +795,8 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
             evidence.append({"kind": "embedding", "similarity": round(best_sem / SEM_SCALE, 4),
                              "indicator": best_ind, "event_id": best_unit.event_id,
                              "text": best_unit.text[:300]})
-        rare, shared = rare_overlap(query_tokens, p.tokens, idf) if RARE_WEIGHT > 0 else (0.0, [])
+        rare, shared = rare_overlap(_scoped_tokens(per_unit, units, unit_tokens, query_tokens), p.tokens, idf) \
+            if RARE_WEIGHT > 0 else (0.0, [])
         if shared:
             where = next((u for u in units if shared[0] in rare_tokens(u.text)), units[0])
             evidence.append({"kind": "rare_tokens", "tokens": shared[:8], "strength": round(rare, 4),
@@ -823,6 +847,22 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
         })
     return Match(out, _categories(model, units, vecs, relevance, best_by_cat,
                                   neighbour_votes(results)))
+
+
+def _scoped_tokens(per_unit: dict[int, tuple], units: list[Unit], unit_tokens: list[frozenset[str]],
+                   pooled: frozenset[str]) -> frozenset[str]:
+    """The query's identifiers that may count as rare evidence for one pattern
+    (``RARE_SCOPE``): those of the lines that read most like the pattern."""
+    if RARE_SCOPE not in ("line", "event") or not per_unit:
+        return pooled
+    sims = {qi: max(s_ind, WHOLE_WEIGHT * s_whole) for qi, (s_ind, _, s_whole) in per_unit.items()
+            if qi < len(unit_tokens)}
+    best = max(sims.values(), default=0.0)
+    near = [qi for qi, s in sims.items() if s >= best - RARE_LINE_MARGIN]
+    if RARE_SCOPE == "event":
+        events = {units[qi].event_id for qi in near}
+        near = [qi for qi, u in enumerate(units) if u.event_id in events]
+    return frozenset().union(*(unit_tokens[qi] for qi in near))
 
 
 def _category_prior(results: list[tuple[float, _PatternInfo, list]], categories: list[dict],

@@ -67,6 +67,11 @@ class MarkerTrack:
     # the step's own duration in seconds, read from the line when it carries no clock
     # ("time=1565.7ms", "elapsed time per iteration (ms): 136.0"); nan otherwise
     durations: np.ndarray = field(default_factory=lambda: _empty(np.float64))
+    # a progress bar's own clock where the line carries no time of day: the seconds since
+    # the bar began that tqdm prints before its remaining time ("[53:45<1:48:36"); nan
+    # otherwise.  Unlike the bar's speed, which tqdm smooths over many updates, it shows
+    # the very step that turned slow (``l4.iterations.bar_clock``)
+    elapsed: np.ndarray = field(default_factory=lambda: _empty(np.float64))
     field_step: tuple[int, float] | None = None  # which number counts, and by how much
     width: int = 0  # how many numbers each line carries
     duration_field: tuple[int, float] | None = None  # which number is a duration, its unit
@@ -81,22 +86,24 @@ class MarkerTrack:
     # within an epoch: "Epoch 2: 281/1359" of a job resumed mid-run is step 2 x 1359 + 281,
     # not 281 (``l4.iterations._counted``)
     base: float = 0.0
+    bar: bool = False  # its lines are a progress bar's, with the bar's own clock (``elapsed``)
     _blocks: list = field(default_factory=list, repr=False)
 
-    def extend(self, positions, lines, numbers, ts, durations=None) -> None:
+    def extend(self, positions, lines, numbers, ts, durations=None, elapsed=None) -> None:
         """Queue one block of occurrences (joined by :meth:`freeze`)."""
         ts = np.asarray(ts, np.float64)
         dur = np.full(len(ts), np.nan) if durations is None else np.asarray(durations, np.float64)
+        el = np.full(len(ts), np.nan) if elapsed is None else np.asarray(elapsed, np.float64)
         self._blocks.append((np.asarray(positions, np.int64), np.asarray(lines, np.int64),
-                             np.asarray(numbers, np.float64), ts, dur))
+                             np.asarray(numbers, np.float64), ts, dur, el))
 
     def freeze(self) -> MarkerTrack:
         """Join the queued blocks onto the arrays; idempotent."""
         if self._blocks:
-            parts = [(self.positions, self.lines, self.numbers, self.ts, self.durations),
-                     *self._blocks]
-            self.positions, self.lines, self.numbers, self.ts, self.durations = (
-                np.concatenate([p[k] for p in parts]) for k in range(5)
+            parts = [(self.positions, self.lines, self.numbers, self.ts, self.durations,
+                      self.elapsed), *self._blocks]
+            self.positions, self.lines, self.numbers, self.ts, self.durations, self.elapsed = (
+                np.concatenate([p[k] for p in parts]) for k in range(6)
             )
             self._blocks = []
         return self
@@ -154,6 +161,20 @@ _FRACTION = re.compile(rb"\.(\d+)")
 #: a progress bar's speed: iterations per second, or seconds per iteration once slower
 #: than one a second (tqdm switches between "4.21it/s" and "1.37s/it" as it goes)
 _ITS, _SIT = re.compile(rb"(?:\.\d+)?\s?its?/s"), re.compile(rb"(?:\.\d+)?\s?s/it")
+
+
+#: a progress bar's elapsed time, the field before its remaining time: "[53:45<1:48:36",
+#: "[1:02:41<?" (tqdm's format_interval: [H:]MM:SS)
+_BAR_ELAPSED = re.compile(rb"\[(?:(\d{1,4}):)?(\d{1,2}):(\d{2})<")
+
+
+def bar_elapsed(raw: bytes) -> float:
+    """Seconds a progress bar has run, from one of its lines; nan without the field."""
+    m = _BAR_ELAPSED.search(raw)
+    if m is None:
+        return math.nan
+    h, mi, se = m.groups()
+    return (int(h) if h else 0) * 3600.0 + int(mi) * 60.0 + int(se)
 
 
 def _after(text: str, k: int) -> bytes:
@@ -492,15 +513,18 @@ class _Scanner:
         if track.period > 0 or track.total > 0:
             track.base = (track.period or track.total) * epochs_before(_decode(samples[0][2]), j)
         ts = [parse_ts(_decode(s[2])) for s in samples]
+        elapsed = None
         if all(math.isnan(t) for t in ts):
             track.duration_field = duration_field(_decode(samples[0][2]), fs[0])
+            elapsed = [bar_elapsed(bytes(s[2])) for s in samples]
+            track.bar = not all(math.isnan(e) for e in elapsed)
         durations = None
         if track.duration_field is not None:
             k, unit = track.duration_field
             durations = [to_duration(s[3][k], unit, _after(_decode(s[2]), k)) if k < len(s[3])
                          else math.nan for s in samples]
         track.extend([s[0] for s in samples], [s[1] for s in samples],
-                     [s[3][fs[0]] for s in samples], ts, durations)
+                     [s[3][fs[0]] for s in samples], ts, durations, elapsed)
         self.markers[sid] = track
 
     def _finish_samples(self) -> None:
@@ -548,6 +572,7 @@ class _Scanner:
         ts = np.full(n, np.nan)
         vals = np.full(n, np.nan)
         durs = np.full(n, np.nan) if track.duration_field is not None else None
+        els = np.full(n, np.nan) if getattr(track, "bar", False) else None
         j = track.field_step[0] if track.field_step else 0
         other = np.zeros(n, dtype=bool)
         for kid in np.unique(line_kids).tolist():
@@ -574,6 +599,8 @@ class _Scanner:
                 (a, b), unit = spans[track.duration_field[0]], track.duration_field[1]
                 durs[sel] = [to_duration(_to_float(raw_lines[r][a:b]), unit, raw_lines[r][b:b + 10])
                              for r in rows.tolist()]
+            if els is not None and ts_lay is None:
+                els[sel] = [bar_elapsed(raw_lines[r]) for r in rows.tolist()]
             if ts_lay == "parse":
                 ts[sel] = [parse_ts(_decode(raw_lines[r][:200])) for r in rows.tolist()]
             elif ts_lay is not None:
@@ -590,7 +617,8 @@ class _Scanner:
             keep = ~other
             seg, bls, vals, ts = seg[keep], bls[keep], vals[keep], ts[keep]
             durs = durs[keep] if durs is not None else None
-        track.extend(pos0 + seg, lno[bls], vals, ts, durs)
+            els = els[keep] if els is not None else None
+        track.extend(pos0 + seg, lno[bls], vals, ts, durs, els)
 
     def result(self, stats: ReadStats, size: int, mtime: float) -> NodeScan:
         scan = NodeScan(node=self.nf.node, rel=self.nf.rel, size=size, mtime=mtime)

@@ -34,6 +34,15 @@ def test_identifiers_are_tokens_and_dictionary_words_are_not() -> None:
     assert not rare_tokens("iteration 71/100 | consumed samples: 9088 | lm loss: 2.31 | grad norm: 0.4")
 
 
+def test_a_scripts_name_and_a_ranks_coordinates_are_no_tokens() -> None:
+    """The user's script is called whatever they like: main.py, train.py, pretrain_gpt.py;
+    every launcher prints a rank's local_rank and world_size.  Neither names a fault.  A
+    library's source file does (its frames come with their path, which is no token)."""
+    assert not rare_tokens("main.py FAILED")
+    assert not rare_tokens("train.py: error: unrecognized arguments: --local_rank=1 rank: 3 (local_rank: 3)")
+    assert "processgroupnccl.cpp" in rare_tokens("[E ProcessGroupNCCL.cpp:632] Watchdog caught")
+
+
 def test_rare_overlap_weighs_by_rarity_and_saturates() -> None:
     library = [frozenset({"ncclsystemerror", "common"}), *[frozenset({"common", f"x{i}"}) for i in range(40)]]
     idf = rare_idf(library)
@@ -99,6 +108,25 @@ def test_without_rare_tokens_the_embedding_ranks_a_neighbour_first(kb: Path,
     for query, same_fault in [("fsdp-flatten-mixed-dtype", "fsdp-nonuniform-requires-grad"),
                               ("rendezvous-store-timeout", "c10d-store-barrier-timeout")]:
         assert _loso_top(kb, query)[0] != same_fault
+
+
+def test_a_launchers_exit_summary_names_no_pattern(kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """torchrun prints this block for every failure, whatever the fault.  Its script name
+    and its "local_rank" read, pooled, like the pattern of a script that rejects the
+    --local_rank argument."""
+    lines = [
+        "E1205 12:53:02.859000 1750 torch/distributed/elastic/multiprocessing/api.py:1002] failed "
+        "(exitcode: 1) local_rank: 3 (pid: 1762) of binary: /usr/bin/python3",
+        "main.py FAILED",
+        "Root Cause (first observed failure):",
+        "  rank      : 11 (local_rank: 3)",
+        "  exitcode  : 1 (pid: 1762)",
+    ]
+    shown = [r["pattern_id"] for r in rootcause.match_lines(lines, kb=kb)]
+    assert "launcher-local-rank-arg-unrecognized" not in shown, shown
+    # the script's own complaint still finds it
+    top = rootcause.match_lines(["main.py: error: unrecognized arguments: --local-rank=3"], kb=kb)
+    assert top and top[0]["pattern_id"] == "launcher-local-rank-arg-unrecognized", top
 
 
 def test_training_progress_lines_stay_silent(kb: Path) -> None:
