@@ -98,6 +98,11 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     return Counter(marker, cols, tracks, step, clocks, firsts, printed)
 
 
+#: seconds a progress bar must move on between its lines, on average, for its elapsed
+#: field (whole seconds) to time steps: 5 s keeps the rounding within a fifth of a line
+BAR_MIN_INTERVAL = 5.0
+
+
 def bar_clock(elapsed: np.ndarray) -> np.ndarray | None:
     """Per-line times of a counter printed by a progress bar, from the bar's own elapsed
     field (``MarkerTrack.elapsed``), or ``None`` when too few lines carry it.
@@ -105,18 +110,27 @@ def bar_clock(elapsed: np.ndarray) -> np.ndarray | None:
     The bar's speed ("9.19s/it") is smoothed over many updates, so a step that turned slow
     shows there only dozens of steps later; its elapsed time moves by the very seconds the
     step took.  A bar that starts over (the next epoch's) goes on from where the last one
-    stopped; a line without the field takes the time of the one before it."""
+    stopped; a line without the field takes the time of the one before it.  A bar whose
+    time goes back without starting over is no clock (None): tqdm's never does."""
     ok = ~np.isnan(elapsed)
     if ok.sum() < 3 or ok.sum() < 0.8 * len(elapsed):
         return None
-    el = np.where(ok, elapsed, np.nan)
-    out = np.empty(len(el))
+    out = np.empty(len(elapsed))
     t = prev = 0.0
-    for k, e in enumerate(el.tolist()):
+    for k, e in enumerate(elapsed.tolist()):
         if e == e:
-            t += e - prev if e >= prev else e  # a new bar: its time counts from zero
+            if e >= prev:
+                t += e - prev
+            elif e <= 0.5 * prev:
+                t += e  # a new bar: its time counts from zero
+            else:
+                return None
             prev = e
         out[k] = t
+    # whole seconds: a bar that moves on every few tenths of a second shows its steps as
+    # 0 s and 1 s at random, no clock for a slow one
+    if (out[-1] - out[0]) / max(len(out) - 1, 1) < BAR_MIN_INTERVAL:
+        return None
     return out
 
 

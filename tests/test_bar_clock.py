@@ -78,3 +78,7 @@ def test_a_bar_that_starts_over_goes_on_from_where_the_last_one_stopped():
     assert clock.tolist() == [10.0, 50.0, 100.0, 104.0, 104.0, 120.0]
     # too few readings: no clock
     assert bar_clock(np.array([10.0, np.nan, np.nan, np.nan])) is None
+    # a bar that moves on every few tenths of a second: whole seconds are no clock
+    assert bar_clock(np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0])) is None
+    # a time that goes back without starting over is no clock
+    assert bar_clock(np.array([600.0, 700.0, 660.0, 720.0])) is None
