@@ -119,6 +119,13 @@ def test_known_faults_are_recognised(kb: Path) -> None:
         "c10d-master-port-in-use": ["torch.distributed.DistNetworkError: The server socket has failed to listen "
                                     "on any local network address. port: 50861, useIpv6: false, code: -98, "
                                     "name: EADDRINUSE, message: address already in use"],
+        # kubectl describe of the killed pod, among the peers' collective timeouts: the
+        # container's own memory limit (user), not the node's memory (platform)
+        "k8s-container-oomkilled": ["    Last State:     Terminated", "      Reason:       OOMKilled",
+                                    "      Exit Code:    137",
+                                    "[Rank 3] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=1580, "
+                                    "OpType=ALLREDUCE, NumelIn=4661, NumelOut=4661, Timeout(ms)=600000) ran for "
+                                    "600013 milliseconds before timing out."],
     }
     for pid, lines in cases.items():
         res = match_lines(lines, kb=kb)
