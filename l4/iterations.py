@@ -55,6 +55,10 @@ class Counter:
     firsts: dict[int, np.ndarray] = field(default_factory=dict)
     # node -> (line number, printed step duration in seconds or nan) of each count
     printed: dict[int, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    # nodes whose clock is coarse: a progress bar's (its speed is smoothed over many
+    # updates, its elapsed field whole seconds) or a printed speed's, which jitter by
+    # several percent from step to step where a time of day or a printed duration does not
+    coarse: set[int] = field(default_factory=set)
 
     def clock(self, i: int) -> np.ndarray:
         """Per-line times of node ``i``'s counter lines for measuring step durations: the
@@ -75,6 +79,7 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
         return None
     cols = same_counter(job, profile, stages, marker)
     tracks, clocks, firsts, printed = {}, {}, {}, {}
+    coarse: set[int] = set()
     for i, mk in enumerate(job.markers):
         if any(c in mk for c in cols):
             pos, num, ts, dur, lines, el = _joined([mk[c] for c in cols if c in mk])
@@ -82,6 +87,8 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
             # a speed stands in for the step's duration in no known unit: it shows a slow
             # step, but is no number of seconds to count steps by (``l4.stepclock``)
             rate = any(c in mk and (mk[c].duration_field or (0, 0.0))[1] == RATE for c in cols)
+            if np.isnan(ts).all() and (rate or any(getattr(mk[c], "bar", False) for c in cols if c in mk)):
+                coarse.add(i)
             printed[i] = (lines, np.full(len(dur), np.nan) if rate else dur)
             firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
             bar = bar_clock(el) if np.isnan(ts).all() else None
@@ -95,7 +102,7 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
                 clocks[i] = np.cumsum(np.where(np.isnan(dur), np.nanmedian(dur), dur))
     steps = [s for s in (counter_step(t[1]) for t in tracks.values()) if s]
     step = float(np.median(steps)) if steps else 1.0
-    return Counter(marker, cols, tracks, step, clocks, firsts, printed)
+    return Counter(marker, cols, tracks, step, clocks, firsts, printed, coarse)
 
 
 #: seconds a progress bar must move on between its lines, on average, for its elapsed
@@ -593,9 +600,9 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
         tts = counter.clock(i)
         dur = duration_anomalies(tnum, tts)
         if dur:
-            a = _first_run(dur, step)
+            a = _first_run(dur, step, tnum, after_other_work(job.seqs[i], tpos, counter.cols))
             if a is not None:
-                a = slow_onset(tnum, tts, a)
+                a = slow_onset(tnum, tts, a, COARSE_ONSET_FLOOR if i in counter.coarse else ONSET_FLOOR)
             if a is not None and (first_slow is None or a < first_slow):
                 first_slow = a
                 sustained = _slow_to_the_end(tnum, tts, a)
@@ -764,9 +771,23 @@ def recurring_onset(seq: np.ndarray, pos: np.ndarray, nums: np.ndarray, alarming
     return best
 
 
-def _first_run(dur: list[tuple[int, float]], step: float) -> float | None:
+def _first_run(dur: list[tuple[int, float]], step: float, nums: np.ndarray | None = None,
+               neutral: np.ndarray | None = None) -> float | None:
     """First iteration of a run of three consecutive slow iterations (a slow node shows
-    as such a run; a lone spike does not)."""
+    as such a run; a lone spike does not).
+
+    With ``nums`` and ``neutral`` (per counter line: it came after other work of the node,
+    ``after_other_work``), those steps neither break a run nor make one: behind a
+    straggler, the step after an evaluation or a save is fast (the peers' wait went into
+    that phase's collective), and on a clock it is slow by the phase's time."""
+    if nums is not None and neutral is not None and len(neutral) == len(nums) and neutral.any():
+        slow = {it for it, _ in dur}
+        clean = [float(n) for n, nb in zip(nums.tolist(), neutral.tolist(), strict=True)
+                 if not nb and n == n]
+        for a, b, c in zip(clean, clean[1:], clean[2:], strict=False):
+            if a in slow and b in slow and c in slow:
+                return a
+        return None
     runs = [it for it, _ in dur]
     for a, b, c in zip(runs, runs[1:], runs[2:], strict=False):
         if b - a <= step and c - b <= step:
@@ -774,13 +795,35 @@ def _first_run(dur: list[tuple[int, float]], step: float) -> float | None:
     return None
 
 
+def after_other_work(seq: np.ndarray, pos: np.ndarray, cols: Collection[int]) -> np.ndarray:
+    """Per counter line of a node: did the node print, since its previous counter line, a
+    line it prints less often than every other step (an evaluation's, a save's)?  Lines
+    of every step (other ranks' progress, a timer) are no other work.  ``seq``: the
+    node's event column of every record; ``pos``: the counter lines' record indices."""
+    out = np.zeros(len(pos), dtype=bool)
+    if len(pos) < 3 or not len(seq):
+        return out
+    counts = np.bincount(seq.astype(np.int64))
+    rare = counts < len(pos) / 2
+    for c in cols:
+        if c < len(rare):
+            rare[c] = False
+    for k in range(1, len(pos)):
+        seg = seq[int(pos[k - 1]) + 1:int(pos[k])]
+        out[k] = bool(seg.size) and bool(rare[seg].any())
+    return out
+
+
 #: a step is above its node's usual time when it exceeds the usual by this many deviations
 ONSET_SIGMA = 3.0
 #: the deviation is at least this share of the usual time (clocks and timers jitter)
 ONSET_FLOOR = 0.01
+#: ... and this share on a coarse clock (``Counter.coarse``): a bar's smoothed speed dips
+#: by a few percent when an epoch's bar starts over, which is no slowdown
+COARSE_ONSET_FLOOR = 0.10
 
 
-def slow_onset(nums: np.ndarray, ts: np.ndarray, start: float) -> float:
+def slow_onset(nums: np.ndarray, ts: np.ndarray, start: float, floor: float = ONSET_FLOOR) -> float:
     """Where the slowdown that the 3-sigma rule first saw at ``start`` began: the earliest
     step of the unbroken run of steps, ending there, that each took longer than the
     node's usual time (the median of the ``WINDOW`` steps before that step, plus
@@ -805,7 +848,7 @@ def slow_onset(nums: np.ndarray, ts: np.ndarray, start: float) -> float:
             break
         med = float(np.median(before))
         mad = float(np.median(np.abs(before - med))) * 1.4826
-        if not dur[j - 1] > med + ONSET_SIGMA * max(mad, ONSET_FLOOR * abs(med)):
+        if not dur[j - 1] > med + ONSET_SIGMA * max(mad, floor * abs(med)):
             break
         j -= 1
     return float(it[j])

@@ -82,3 +82,31 @@ def test_a_bar_that_starts_over_goes_on_from_where_the_last_one_stopped():
     assert bar_clock(np.array([0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, 2.0])) is None
     # a time that goes back without starting over is no clock
     assert bar_clock(np.array([600.0, 700.0, 660.0, 720.0])) is None
+
+
+# --- a step after other work neither breaks a slow run nor makes one ---------------------
+
+
+def test_a_step_after_an_evaluation_does_not_break_a_straggler_run():
+    """Behind a straggler, every step waits for it, except the one after an evaluation:
+    the evaluation's own collective took the wait (a real torchrun run's printed step
+    times: 144 ms, 1609 ms, evaluation, 142 ms, 1622 ms, 1607 ms ...)."""
+    from l4.iterations import _first_run, after_other_work
+
+    # records: counter lines (column 0) every step; an evaluation (column 5) after step 25
+    steps = list(range(20, 34))
+    seq, pos = [], []
+    for n in steps:
+        pos.append(len(seq))
+        seq.append(0)
+        if n == 25:
+            seq.extend([5, 6])
+    seq_a, pos_a, nums = np.array(seq), np.array(pos), np.array(steps, dtype=float)
+    neutral = after_other_work(seq_a, pos_a, [0])
+    assert neutral.tolist() == [n == 26 for n in steps]
+    slow = [(n, 9.0) for n in (25, 27, 28, 29, 30, 31)]  # 26: fast, after the evaluation
+    assert _first_run(slow, 1.0) == 27  # without the rule: the run starts after the gap
+    assert _first_run(slow, 1.0, nums, neutral) == 25
+    # lines printed every step (another rank's progress) are no other work
+    busy = np.array([c for n in steps for c in (0, 7)])
+    assert not after_other_work(busy, np.arange(0, len(busy), 2), [0]).any()
