@@ -600,14 +600,18 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
         tts = counter.clock(i)
         dur = duration_anomalies(tnum, tts)
         if dur:
-            a = _first_run(dur, step, tnum, after_other_work(job.seqs[i], tpos, counter.cols))
+            neutral = after_other_work(job.seqs[i], tpos, counter.cols, counter.firsts.get(i))
+            a = _first_run(dur, step, tnum, neutral)
             if a is not None:
                 a = slow_onset(tnum, tts, a, COARSE_ONSET_FLOOR if i in counter.coarse else ONSET_FLOOR)
             if a is not None and (first_slow is None or a < first_slow):
                 first_slow = a
                 sustained = _slow_to_the_end(tnum, tts, a)
+            # a step after an evaluation or a save took that phase's time too: no spike
+            paused = {float(n) for n in tnum[neutral].tolist()} if neutral.any() else set()
             for it, z in dur:
-                bump(it, _spike(it, z, current, step))
+                if float(it) not in paused:
+                    bump(it, _spike(it, z, current, step))
         for it, z in dtw_anomalies(job.seqs[i], tpos, tnum, rarity):
             bump(it, _spike(it, z, current, step))
         began = _began(job, cross, i, tpos, tnum, alarming, unusual)
@@ -795,11 +799,15 @@ def _first_run(dur: list[tuple[int, float]], step: float, nums: np.ndarray | Non
     return None
 
 
-def after_other_work(seq: np.ndarray, pos: np.ndarray, cols: Collection[int]) -> np.ndarray:
-    """Per counter line of a node: did the node print, since its previous counter line, a
-    line it prints less often than every other step (an evaluation's, a save's)?  Lines
-    of every step (other ranks' progress, a timer) are no other work.  ``seq``: the
-    node's event column of every record; ``pos``: the counter lines' record indices."""
+def after_other_work(seq: np.ndarray, pos: np.ndarray, cols: Collection[int],
+                     firsts: np.ndarray | None = None) -> np.ndarray:
+    """Per counter line of a node: did the node print, since its previous count, a line it
+    prints less often than every other step (an evaluation's, a save's)?  Lines of every
+    step (other ranks' progress, a timer) are no other work.  ``seq``: the node's event
+    column of every record; ``pos``: the counter lines' record indices; ``firsts``: where
+    each count was printed first (a progress bar redraws its count after an evaluation
+    that interrupted it: the evaluation lies between the count's first line and its last)."""
+    start = pos if firsts is None or len(firsts) != len(pos) else np.minimum(firsts, pos)
     out = np.zeros(len(pos), dtype=bool)
     if len(pos) < 3 or not len(seq):
         return out
@@ -809,7 +817,7 @@ def after_other_work(seq: np.ndarray, pos: np.ndarray, cols: Collection[int]) ->
         if c < len(rare):
             rare[c] = False
     for k in range(1, len(pos)):
-        seg = seq[int(pos[k - 1]) + 1:int(pos[k])]
+        seg = seq[int(start[k - 1]) + 1:int(pos[k])]
         out[k] = bool(seg.size) and bool(rare[seg].any())
     return out
 

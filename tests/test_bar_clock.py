@@ -110,3 +110,17 @@ def test_a_step_after_an_evaluation_does_not_break_a_straggler_run():
     # lines printed every step (another rank's progress) are no other work
     busy = np.array([c for n in steps for c in (0, 7)])
     assert not after_other_work(busy, np.arange(0, len(busy), 2), [0]).any()
+
+
+def test_a_bar_redrawn_after_an_evaluation_still_marks_the_next_step():
+    """tqdm redraws its count after an evaluation printed over it: "450/690" before the
+    evaluation and again after it.  The counter keeps the count's last line; the step
+    after it still came after the evaluation (``firsts``: where each count was first)."""
+    from l4.iterations import after_other_work
+
+    # counts 449, 450 (first line), evaluation (5, 6), 450 again, 451, 452
+    seq = np.array([0, 0, 5, 6, 0, 0, 0])
+    last = np.array([0, 4, 5, 6])  # the kept line of 449, 450, 451, 452
+    first = np.array([0, 1, 5, 6])
+    assert not after_other_work(seq, last, [0]).any()
+    assert after_other_work(seq, last, [0], first).tolist() == [False, False, True, False]
