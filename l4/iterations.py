@@ -91,7 +91,7 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
                 coarse.add(i)
             printed[i] = (lines, np.full(len(dur), np.nan) if rate else dur)
             firsts[i] = _first_seen([mk[c] for c in cols if c in mk], num, pos)
-            bar = bar_clock(el) if np.isnan(ts).all() else None
+            bar = bar_clock(el, num) if np.isnan(ts).all() else None
             if bar is not None:
                 clocks[i] = bar
             elif np.isnan(ts).all() and (~np.isnan(dur)).sum() >= 3:
@@ -105,24 +105,38 @@ def find_counter(job: ParsedJob, profile: Profile, stages: list[str | None],
     return Counter(marker, cols, tracks, step, clocks, firsts, printed, coarse)
 
 
+def _carried(x: np.ndarray) -> np.ndarray:
+    """nan entries take the value before them (the first value where none is before)."""
+    ok = ~np.isnan(x)
+    if not ok.any():
+        return x
+    idx = np.where(ok, np.arange(len(x)), 0)
+    np.maximum.accumulate(idx, out=idx)
+    out = x[idx]
+    first = int(np.argmax(ok))
+    out[:first] = x[first]
+    return out
+
+
 #: seconds a progress bar must move on between its lines, on average, for its elapsed
 #: field (whole seconds) to time steps: 5 s keeps the rounding within a fifth of a line
 BAR_MIN_INTERVAL = 5.0
 
 
-def bar_clock(elapsed: np.ndarray) -> np.ndarray | None:
+def bar_clock(elapsed: np.ndarray, nums: np.ndarray | None = None) -> np.ndarray | None:
     """Per-line times of a counter printed by a progress bar, from the bar's own elapsed
     field (``MarkerTrack.elapsed``), or ``None`` when too few lines carry it.
 
     The bar's speed ("9.19s/it") is smoothed over many updates, so a step that turned slow
     shows there only dozens of steps later; its elapsed time moves by the very seconds the
     step took.  A bar that starts over (the next epoch's) goes on from where the last one
-    stopped; a line without the field takes the time of the one before it.  A bar whose
+    stopped; a line without the field gets its time from its count (``nums``), between the
+    lines around it that have one, or else the time of the one before it.  A bar whose
     time goes back without starting over is no clock (None): tqdm's never does."""
     ok = ~np.isnan(elapsed)
     if ok.sum() < 3 or ok.sum() < 0.8 * len(elapsed):
         return None
-    out = np.empty(len(elapsed))
+    out = np.full(len(elapsed), np.nan)
     t = prev = 0.0
     for k, e in enumerate(elapsed.tolist()):
         if e == e:
@@ -133,7 +147,13 @@ def bar_clock(elapsed: np.ndarray) -> np.ndarray | None:
             else:
                 return None
             prev = e
-        out[k] = t
+            out[k] = t
+    known = ~np.isnan(out)
+    if nums is not None and len(nums) == len(out) and not np.isnan(nums[known]).any() \
+            and (np.diff(nums[known]) > 0).all():
+        gaps = ~known & ~np.isnan(nums)
+        out[gaps] = np.interp(nums[gaps], nums[known], out[known])
+    out = _carried(out)
     # whole seconds: a bar that moves on every few tenths of a second shows its steps as
     # 0 s and 1 s at random, no clock for a slow one
     if (out[-1] - out[0]) / max(len(out) - 1, 1) < BAR_MIN_INTERVAL:

@@ -599,7 +599,7 @@ class _Scanner:
                 (a, b), unit = spans[track.duration_field[0]], track.duration_field[1]
                 durs[sel] = [to_duration(_to_float(raw_lines[r][a:b]), unit, raw_lines[r][b:b + 10])
                              for r in rows.tolist()]
-            if els is not None and ts_lay is None:
+            if els is not None:
                 els[sel] = [bar_elapsed(raw_lines[r]) for r in rows.tolist()]
             if ts_lay == "parse":
                 ts[sel] = [parse_ts(_decode(raw_lines[r][:200])) for r in rows.tolist()]
