@@ -126,3 +126,20 @@ def test_a_bar_redrawn_after_an_evaluation_still_marks_the_next_step():
     assert after_other_work(seq, last, [0]).tolist() == [False, True, False, False]
     # the bar's time does not move on a redraw: step 451 took the evaluation's time too
     assert after_other_work(seq, last, [0], first).tolist() == [False, True, True, False]
+
+
+def test_every_bar_line_carries_its_elapsed_time(tmp_path):
+    """tqdm's remaining time ("<10:17:07") reads like a time of day, and so does its elapsed
+    time past an hour: the bar's lines are no clock of the day, but every one keeps the
+    bar's elapsed time."""
+    from l4.ingest import NodeFile
+    from l4.scan import scan_node_file
+
+    rows = [f"\rEpoch 0:  {k // 54:2d}%|#   | {k}/5439 [{_clock(k * 6.8)}<{_clock((5439 - k) * 6.8)}, "
+            f"6.8{k % 7}s/it, loss=3.1, global_step={k}]" for k in range(25, 5439, 25)]
+    path = tmp_path / "n.log"
+    path.write_text("".join(rows) + "\n")
+    scan = scan_node_file(NodeFile("n", path, "n.log"))
+    tracks = [t for t in scan.markers.values() if t.numbers.size]
+    els = np.concatenate([t.elapsed for t in tracks])
+    assert len(els) == len(rows) and not np.isnan(els).any()
