@@ -580,10 +580,12 @@ def duration_anomalies(nums: np.ndarray, ts: np.ndarray) -> list[tuple[int, floa
 
 
 def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counter,
-                          focus: list[int], current: float | None) -> dict[int, float]:
+                          focus: list[int], current: float | None,
+                          work: Collection[int] = ()) -> dict[int, float]:
     """Iteration -> suspicion: the one in progress at the failure point (``current``),
     slow and unusual iterations on the ``focus`` nodes, and where a slowdown or an alarming
-    streak that lasted to the end began."""
+    streak that lasted to the end began.  ``work``: the event columns of evaluations and
+    saves (``after_other_work``)."""
     tracks, step = counter.tracks, counter.step
     scores: dict[int, float] = {}
 
@@ -620,7 +622,7 @@ def suspicious_iterations(job: ParsedJob, cross: CrossJobResult, counter: Counte
         tts = counter.clock(i)
         dur = duration_anomalies(tnum, tts)
         if dur:
-            neutral = after_other_work(job.seqs[i], tpos, counter.cols, counter.firsts.get(i))
+            neutral = after_other_work(job.seqs[i], tpos, work, counter.firsts.get(i))
             a = _first_run(dur, step, tnum, neutral)
             if a is not None:
                 a = slow_onset(tnum, tts, a, COARSE_ONSET_FLOOR if i in counter.coarse else ONSET_FLOOR)
@@ -819,26 +821,24 @@ def _first_run(dur: list[tuple[int, float]], step: float, nums: np.ndarray | Non
     return None
 
 
-def after_other_work(seq: np.ndarray, pos: np.ndarray, cols: Collection[int],
+def after_other_work(seq: np.ndarray, pos: np.ndarray, work: Collection[int],
                      firsts: np.ndarray | None = None) -> np.ndarray:
-    """Per counter line of a node: did the node print, since its previous count, a line it
-    prints less often than every other step (an evaluation's, a save's)?  Lines of every
-    step (other ranks' progress, a timer) are no other work.  ``seq``: the node's event
-    column of every record; ``pos``: the counter lines' record indices; ``firsts``: where
-    each count was printed first (a progress bar redraws its count after an evaluation
-    that interrupted it: the evaluation lies between the count's first line and its last)."""
-    start = pos if firsts is None or len(firsts) != len(pos) else np.minimum(firsts, pos)
+    """Per counter line of a node: did the node, since its previous count, print a line of
+    other work (``work``: the event columns of an evaluation's or a save's lines, by the
+    stages the profile and the healthy runs give them)?  ``seq``: the node's event column
+    of every record; ``pos``: the counter lines' record indices; ``firsts``: where each
+    count was printed first (a progress bar redraws its count after an evaluation that
+    interrupted it: the evaluation lies between the count's first line and its last)."""
     out = np.zeros(len(pos), dtype=bool)
-    if len(pos) < 3 or not len(seq):
+    work = [c for c in work if c >= 0]
+    if len(pos) < 3 or not len(seq) or not work:
         return out
-    counts = np.bincount(seq.astype(np.int64))
-    rare = counts < len(pos) / 2
-    for c in cols:
-        if c < len(rare):
-            rare[c] = False
+    start = pos if firsts is None or len(firsts) != len(pos) else np.minimum(firsts, pos)
+    is_work = np.zeros(int(max(int(seq.max()), max(work))) + 1, dtype=bool)
+    is_work[work] = True
     for k in range(1, len(pos)):
         seg = seq[int(start[k - 1]) + 1:int(pos[k])]
-        out[k] = bool(seg.size) and bool(rare[seg].any())
+        out[k] = bool(seg.size) and bool(is_work[seg].any())
     return out
 
 

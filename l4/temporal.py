@@ -127,8 +127,12 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         for c in counter.cols:
             if stages[c] is None:
                 stages[c] = "training"
+    # an evaluation's or a save's lines, by the profile's words or the healthy runs' order:
+    # the step after them took their time too (``l4.iterations.after_other_work``)
+    work = {c for c, st in enumerate(stages) if st in ("evaluation", "checkpointing")}
     if timeline is not None:
         stages = timeline.relabel(job, stages, counter)
+        work |= {c for c, st in enumerate(stages) if st in ("evaluation", "checkpointing")}
     point = onset(job, cross, r)
     current = iteration_at(job, counter, r, point, cross) if counter else None
     stage = failure_stage(job, cross, profile, stages, r, point, counter, current, timeline)
@@ -156,7 +160,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     if stage in LOOP or stage == "finalization":  # a start-up failure has no iteration
         focus = [row[s.node] for s in ranked[:3]] + list(counter.tracks)[:3]
         scores = suspicious_iterations(job, cross, counter, focus,
-                                       current if stage in LOOP else None)
+                                       current if stage in LOOP else None, sorted(work))
         if stage in ("evaluation", "checkpointing") and current is not None:
             # a validation or a save runs between steps: after the last completed one,
             # which names it as well as the interval in progress does (a job's own "saving

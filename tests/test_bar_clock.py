@@ -102,14 +102,14 @@ def test_a_step_after_an_evaluation_does_not_break_a_straggler_run():
         if n == 25:
             seq.extend([5, 6])
     seq_a, pos_a, nums = np.array(seq), np.array(pos), np.array(steps, dtype=float)
-    neutral = after_other_work(seq_a, pos_a, [0])
+    neutral = after_other_work(seq_a, pos_a, [5, 6])
     assert neutral.tolist() == [n == 26 for n in steps]
     slow = [(n, 9.0) for n in (25, 27, 28, 29, 30, 31)]  # 26: fast, after the evaluation
     assert _first_run(slow, 1.0) == 27  # without the rule: the run starts after the gap
     assert _first_run(slow, 1.0, nums, neutral) == 25
-    # lines printed every step (another rank's progress) are no other work
+    # lines of no evaluation or save (another rank's progress, a bar's start) are no work
     busy = np.array([c for n in steps for c in (0, 7)])
-    assert not after_other_work(busy, np.arange(0, len(busy), 2), [0]).any()
+    assert not after_other_work(busy, np.arange(0, len(busy), 2), [5, 6]).any()
 
 
 def test_a_bar_redrawn_after_an_evaluation_still_marks_the_next_step():
@@ -123,9 +123,9 @@ def test_a_bar_redrawn_after_an_evaluation_still_marks_the_next_step():
     last = np.array([0, 4, 5, 6])  # the kept line of 449, 450, 451, 452
     first = np.array([0, 1, 5, 6])
     # without where 450 was first printed, 451 reads as a clean step
-    assert after_other_work(seq, last, [0]).tolist() == [False, True, False, False]
+    assert after_other_work(seq, last, [5, 6]).tolist() == [False, True, False, False]
     # the bar's time does not move on a redraw: step 451 took the evaluation's time too
-    assert after_other_work(seq, last, [0], first).tolist() == [False, True, True, False]
+    assert after_other_work(seq, last, [5, 6], first).tolist() == [False, True, True, False]
 
 
 def test_every_bar_line_carries_its_elapsed_time(tmp_path):
