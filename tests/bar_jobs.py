@@ -28,3 +28,11 @@ def diagnose_three_nodes(tmp_path: Path, write: Callable[[Path, bool, str], None
                                    "-f", "json"])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
+
+
+def launcher_end(failed: bool, killed_at: str, exited_at: str) -> str:
+    """The DeepSpeed launcher's last line: it kills its worker (``failed``) at
+    ``killed_at``, or sees it exit successfully at ``exited_at`` ("HH:MM:SS")."""
+    if failed:
+        return f"[2024-05-02 {killed_at},000] [INFO] [launch.py:319:sigkill_handler] Killing subprocess 4410\n"
+    return f"[2024-05-02 {exited_at},000] [INFO] [launch.py:351:main] Process 4410 exits successfully.\n"

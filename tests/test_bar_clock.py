@@ -21,7 +21,7 @@ import pytest
 
 from l4.iterations import bar_clock
 from l4.scan import bar_elapsed
-from tests.bar_jobs import diagnose_three_nodes
+from tests.bar_jobs import diagnose_three_nodes, launcher_end
 
 SLOW_FROM = 31
 STOP = 60
@@ -44,12 +44,7 @@ def write(path: Path, failed: bool, role: str) -> None:
             rate = elapsed / n
             fh.write(f"Train: {100 * n // TOTAL:3d}%|#         | {n}/{TOTAL} "
                      f"[{_clock(elapsed)}<{_clock(rate * (TOTAL - n))}, {rate:5.2f}s/it]\n")
-        if failed:
-            fh.write("[2024-05-02 10:30:00,000] [INFO] [launch.py:319:sigkill_handler] Killing "
-                     "subprocess 4410\n")
-        else:
-            fh.write("[2024-05-02 10:08:00,000] [INFO] [launch.py:351:main] Process 4410 exits "
-                     "successfully.\n")
+        fh.write(launcher_end(failed, "10:30:00", "10:08:00"))
 
 
 def test_a_slow_spell_under_a_progress_bar_is_dated_by_the_bars_clock(tmp_path, monkeypatch):

@@ -16,7 +16,7 @@ import pytest
 
 from l4.ingest import NodeFile
 from l4.scan import RATE, duration_field, scan_node_file, to_duration
-from tests.bar_jobs import diagnose_three_nodes
+from tests.bar_jobs import diagnose_three_nodes, launcher_end
 
 SLOW_FROM = 21
 STOP = 40
@@ -34,12 +34,7 @@ def write(path: Path, failed: bool, role: str) -> None:
         for n in range(1, (STOP if failed else 60) + 1):
             slow = failed and (n >= SLOW_FROM + (0 if role == "crash" else 1))
             fh.write(_line(n, 10.0 + (n % 3) * 0.05 if slow else 150.0 + (n * 7 % 11)))
-        if failed:
-            fh.write("[2024-05-02 10:05:00,000] [INFO] [launch.py:319:sigkill_handler] Killing "
-                     "subprocess 4410\n")
-        else:
-            fh.write("[2024-05-02 10:03:00,000] [INFO] [launch.py:351:main] Process 4410 exits "
-                     "successfully.\n")
+        fh.write(launcher_end(failed, "10:05:00", "10:03:00"))
 
 
 def test_a_slow_spell_is_found_by_the_throughput_it_printed(tmp_path, monkeypatch):
