@@ -90,6 +90,7 @@ def _loso_top(kb: Path, pid: str) -> tuple[str | None, list[dict]]:
 @pytest.mark.parametrize(("query", "same_fault"), [
     ("fsdp-flatten-mixed-dtype", "fsdp-nonuniform-requires-grad"),  # FlatParameter, use_orig_params
     ("rendezvous-store-timeout", "c10d-store-barrier-timeout"),  # TCPStore, DistStoreError
+    ("torch-load-weights-only-default", "deepspeed-checkpoint-weights-only-unpickle"),  # weights_only, UnpicklingError
 ])
 def test_a_shared_rare_identifier_finds_the_same_fault(kb: Path, query: str, same_fault: str) -> None:
     top, ranked = _loso_top(kb, query)
@@ -100,14 +101,16 @@ def test_a_shared_rare_identifier_finds_the_same_fault(kb: Path, query: str, sam
 
 def test_without_rare_tokens_the_embedding_ranks_a_neighbour_first(kb: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """The feature switched off: the FSDP pair above is missed (the test proves the
-    feature).  The category prior is off too: it re-ranks by category, so with it on this
-    would not isolate the rare tokens.  (The rendezvous pair needs no rare tokens since
-    the rendezvous pattern lost a port-in-use line that was not its fault: its lines now
-    read like the barrier timeout's by themselves.)"""
+    """The feature switched off: the FSDP and weights-only pairs above are missed (the test
+    proves the feature).  The category prior is off too: it re-ranks by category, so with
+    it on this would not isolate the rare tokens.  (The rendezvous pair needs no rare
+    tokens since the rendezvous pattern lost a port-in-use line that was not its fault:
+    its lines now read like the barrier timeout's by themselves.)"""
     monkeypatch.setattr(rootcause, "RARE_WEIGHT", 0.0)
     monkeypatch.setattr(rootcause, "CATEGORY_PRIOR", 0.0)
-    assert _loso_top(kb, "fsdp-flatten-mixed-dtype")[0] != "fsdp-nonuniform-requires-grad"
+    for query, same_fault in [("fsdp-flatten-mixed-dtype", "fsdp-nonuniform-requires-grad"),
+                              ("torch-load-weights-only-default", "deepspeed-checkpoint-weights-only-unpickle")]:
+        assert _loso_top(kb, query)[0] != same_fault
 
 
 def test_a_launchers_exit_summary_names_no_pattern(kb: Path, monkeypatch: pytest.MonkeyPatch) -> None:
