@@ -25,7 +25,7 @@ from l4.gather import host_tokens
 from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.profiles import Profile
-from l4.scan import RATE, unwrap_counts
+from l4.scan import RATE, per_line, unwrap_counts
 from l4.severity import reports_trouble
 
 WINDOW = 10
@@ -376,27 +376,17 @@ def track_arrays(*tracks) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return _joined(tracks)[:3]
 
 
-def _durations(track) -> np.ndarray:
-    """A track's printed step durations, one per line (nan where none was read)."""
-    dur = getattr(track, "durations", None)
-    return dur if dur is not None and len(dur) == len(track.ts) else np.full(len(track.ts), np.nan)
-
-
-def _elapsed(track) -> np.ndarray:
-    """A track's progress-bar clock readings, one per line (nan where none was read)."""
-    el = getattr(track, "elapsed", None)
-    return el if el is not None and len(el) == len(track.ts) else np.full(len(track.ts), np.nan)
-
-
 def _joined(tracks) -> tuple[np.ndarray, ...]:
     """(positions, counts, times, printed durations, line numbers, bar clock) of marker
     tracks, joined in record order, one entry per count."""
     pos = np.concatenate([np.zeros(0, np.int64)] + [t.positions for t in tracks])
     num = np.concatenate([np.zeros(0)] + [_counted(t) for t in tracks])
     ts = np.concatenate([np.zeros(0)] + [t.ts for t in tracks])
-    dur = np.concatenate([np.zeros(0)] + [_durations(t) for t in tracks])
-    lines = np.concatenate([np.zeros(0, np.int64)] + [_lines(t) for t in tracks])
-    el = np.concatenate([np.zeros(0)] + [_elapsed(t) for t in tracks])
+    # printed durations and bar clock: nan where none was read; line numbers: 0 where a
+    # hand-built track has none
+    dur = np.concatenate([np.zeros(0)] + [per_line(t, "durations", len(t.ts)) for t in tracks])
+    lines = np.concatenate([np.zeros(0, np.int64)] + [per_line(t, "lines", len(t.ts), 0) for t in tracks])
+    el = np.concatenate([np.zeros(0)] + [per_line(t, "elapsed", len(t.ts)) for t in tracks])
     order = np.argsort(pos, kind="stable")
     cols = [pos[order], num[order], ts[order], dur[order], lines[order], el[order]]
     cols[1] = unwrap_periodic(cols[1])
@@ -412,12 +402,6 @@ def _joined(tracks) -> tuple[np.ndarray, ...]:
         ahead = np.isnan(num) | (num >= np.maximum.accumulate(np.where(np.isnan(num), -np.inf, num)))
         cols = [c[ahead] for c in cols]
     return tuple(cols)
-
-
-def _lines(track) -> np.ndarray:
-    """A track's line numbers (0 where a hand-built track has none)."""
-    lines = getattr(track, "lines", None)
-    return lines if lines is not None and len(lines) == len(track.ts) else np.zeros(len(track.ts), np.int64)
 
 
 def _first_seen(tracks, num: np.ndarray, pos: np.ndarray) -> np.ndarray:

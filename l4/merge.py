@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from l4.ingest import JobSpec
-from l4.scan import MarkerTrack, NodeScan
+from l4.scan import MarkerTrack, NodeScan, per_line
 from l4.templates import TemplateStore
 from l4.timeparse import YEARLESS_MAX, place_yearless
 
@@ -237,7 +237,8 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
                       base=_first_base(a, b))
     out.bar = getattr(a, "bar", False) or getattr(b, "bar", False)
     for name in ("positions", "lines", "numbers", "ts", "durations", "elapsed"):
-        setattr(out, name, np.concatenate([_column(a, name), _column(b, name)])[order])
+        setattr(out, name, np.concatenate([per_line(a, name, len(a.positions)),
+                                           per_line(b, name, len(b.positions))])[order])
     if (a.field_step and b.field_step and a.field_step[0] != b.field_step[0]
             and _drops(out.numbers) > 2 * max(_drops(a.numbers), _drops(b.numbers)) + 2):
         # two line shapes that became one template count different numbers (a progress
@@ -245,12 +246,6 @@ def _merge_tracks(a: MarkerTrack, b: MarkerTrack) -> MarkerTrack:
         # their numbers cannot be mixed, so the track that counts more keeps the column
         return max((a, b), key=_counting_power)
     return out
-
-
-def _column(t: MarkerTrack, name: str) -> np.ndarray:
-    """One of a track's per-line arrays; nan for one a scan cached before it existed."""
-    v = getattr(t, name, None)
-    return v if v is not None and len(v) == len(t.positions) else np.full(len(t.positions), np.nan)
 
 
 def _first_base(a: MarkerTrack, b: MarkerTrack) -> float:

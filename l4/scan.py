@@ -163,6 +163,16 @@ _FRACTION = re.compile(rb"\.(\d+)")
 _ITS, _SIT = re.compile(rb"(?:\.\d+)?\s?its?/s"), re.compile(rb"(?:\.\d+)?\s?s/it")
 
 
+def per_line(track: MarkerTrack, name: str, n: int, fill: float | int = math.nan) -> np.ndarray:
+    """One of a track's per-line arrays (``durations``, ``elapsed``, ``lines`` ...), or
+    ``n`` times ``fill`` where the track has none of that length: a scan cached before the
+    field existed, or a track a caller built by hand."""
+    v = getattr(track, name, None)
+    if v is not None and len(v) == n:
+        return v
+    return np.full(n, fill)  # an int fill (line numbers) keeps an int array
+
+
 #: a progress bar's elapsed time, the field before its remaining time: "[53:45<1:48:36",
 #: "[1:02:41<?" (tqdm's format_interval: [H:]MM:SS)
 _BAR_ELAPSED = re.compile(rb"\[(?:(\d{1,4}):)?(\d{1,2}):(\d{2})<")
