@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
 
 import numpy as np
 
@@ -221,7 +222,8 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         # announcements carry (clocks of different nodes disagree by seconds); by what
         # healthy runs printed after that iteration and how much of it this job printed
         # (a phase worded only once it is over); by the schedule it validates on
-        after = phase_after(job, profile, stages, done, timeline, counter)
+        routine = frozenset(np.flatnonzero(~cross.novel).tolist()) if cross.baseline_used else frozenset()
+        after = phase_after(job, profile, stages, done, timeline, counter, routine)
         if after is None and stage == "training" and gaps is not None:
             before = [point[0] if i == r else onset(job, cross, i)[0]
                       for i in range(job.n_nodes)]
@@ -544,7 +546,7 @@ def _startup_order(job: ParsedJob, stages: list[str | None]) -> dict[str, int]:
 
 def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
                  last_done: float, timeline: Timeline | None = None,
-                 counter: Counter | None = None) -> str | None:
+                 counter: Counter | None = None, routine: Collection[int] = ()) -> str | None:
     """The evaluation or save announced for iteration ``last_done`` that never finished.
 
     "saving checkpoint at iteration 100" after "iteration 100/..." means the job was saving
@@ -558,7 +560,7 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
     iteration 40/100") is dated by line order: a node that printed it after its own line
     of iteration ``last_done`` (``counter``), its last, was in that phase, if healthy runs
     of the configuration print it too (a normal line, not an error whose words happen to
-    name a phase).
+    name a phase).  ``routine``: the job's columns that healthy runs printed at all.
     """
     if last_done is None or math.isnan(last_done) or last_done <= 0:
         return None
@@ -582,7 +584,8 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
                     continue
                 started = job.last_line[i, c]
                 if target not in named_numbers(text) and not _after_own_count(
-                        job, counter, timeline, i, c, target, started):
+                        job, counter, timeline, i, c, target, started,
+                        routine=c in routine):
                     continue
                 # ended by a line the profile knows, or by the one that ends it in
                 # healthy runs of this configuration ("[Torch] Saved ...")
@@ -597,18 +600,29 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
 
 
 def _after_own_count(job: ParsedJob, counter: Counter | None, timeline: Timeline | None,
-                     i: int, c: int, target: float, line: int) -> bool:
+                     i: int, c: int, target: float, line: int, *, routine: bool = False) -> bool:
     """Did node ``i`` print line ``line`` (of column ``c``, a line healthy runs print)
-    after its own counter line of iteration ``target``, its last one?"""
-    if counter is None or timeline is None or i not in counter.printed:
+    after its own counter line of iteration ``target``, its last one?
+
+    Healthy runs print it if their timeline places it in a phase, or if they printed it
+    at all (``routine``, from the cross-job comparison): a banner merged with another
+    phase's ("***** Running <*> *****" is Hugging Face's "Running training" at start-up
+    and "Running Evaluation" later) has no one phase, and healthy runs counted by a line
+    that names no step leave no timeline at all.  A counter read from such a line
+    (``l4.unnumbered``) has record positions, not line numbers: the order is read there."""
+    if counter is None or i not in counter.tracks:
         return False
-    if int(job.event_ids[c]) not in timeline.phase:
+    if not routine and (timeline is None or int(job.event_ids[c]) not in timeline.phase):
         return False
-    lines, _ = counter.printed[i]
-    nums = counter.tracks[i][1]
-    if not len(lines) or not len(nums) or nums[-1] != target:
+    pos, nums, _ = counter.tracks[i]
+    if not len(nums) or nums[-1] != target:
         return False
-    return bool(line > lines[-1])
+    if i in counter.printed:
+        lines, _ = counter.printed[i]
+        return bool(len(lines) and line > lines[-1])
+    if job.last_pos is None or not len(pos):
+        return False
+    return bool(job.last_pos[i, c] > pos[-1])
 
 
 def _saving_after(job: ParsedJob, stages: list[str | None], resume: list[int], i: int,

@@ -9,6 +9,8 @@ first appears).  The evaluation a node announced after its last step, and never 
 
 from __future__ import annotations
 
+import pytest
+
 from conftest import write_job
 from l4.engine import diagnose
 
@@ -69,3 +71,50 @@ def test_another_node_announced_the_evaluation_the_culprit_died_in(tmp_path):
     assert report["nodes"][0]["node"] == "gpu-2"
     assert report["stage"] == "evaluation", report["stage"]
 
+
+
+def _unnumbered_node(rank: int, *, hang_after: int | None, culprit: bool, merged: bool) -> str:
+    """Hugging Face's Trainer without a bar (SageMaker's mpirun): rank 0 prints a loss
+    line that names no step every 10 steps, evaluates every 50 and saves every 60 (the
+    save's directory numbers the steps); every rank announces the training, in the same
+    words as the evaluation's banner (``merged``) or with its rank after them."""
+    tail = "" if merged else f" rank {rank}"
+    out = [f"[INFO|trainer.py:2134] 2025-06-03 16:38:16,075 >> ***** Running training *****{tail}"]
+    for step in range(1, 301):
+        if rank == 0 and step % 10 == 0:
+            out.append(f"{{'loss': {2.0 - step / 1000:.4f}, 'grad_norm': 0.8, 'learning_rate': 1e-05, "
+                       f"'epoch': {step / 300:.2f}}}")
+        if rank == 0 and step % 50 == 0:
+            out.append("[INFO|trainer.py:3819] 2025-06-03 16:42:22,777 >> ***** Running Evaluation *****")
+            out.append("[INFO|trainer.py:3821] 2025-06-03 16:42:22,777 >>   Num examples = 1000")
+            if step == hang_after:
+                break
+            out.append(f"{{'eval_loss': {1.5 - step / 1000:.4f}, 'eval_runtime': 20.8, 'epoch': {step / 300:.2f}}}")
+        if rank == 0 and step % 60 == 0:
+            out.append(f"[INFO|trainer.py:3503] 2025-06-03 16:47:07,900 >> Saving model checkpoint to "
+                       f"/opt/ml/checkpoints/checkpoint-{step}")
+        if hang_after is not None and step == hang_after:
+            break
+    if hang_after is not None and not culprit:
+        out.append(f"[rank{rank}]:[E605 16:58:22.777 ProcessGroupNCCL.cpp:632] [Rank {rank}] Watchdog caught "
+                   "collective operation timeout: WorkNCCL(SeqNum=70844, OpType=ALLGATHER, NumelIn=1, "
+                   "NumelOut=1, Timeout(ms)=600000) ran for 600014 milliseconds before timing out.")
+    return "\n".join(out) + "\n"
+
+
+@pytest.mark.parametrize("merged", [True, False])
+def test_an_evaluation_announced_after_an_unnumbered_counters_last_line(tmp_path, merged):
+    """The counter is the loss line that names no step (``l4.unnumbered``), so it has
+    record positions, not line numbers, and the healthy runs leave no timeline of
+    phases; the banner rank 0 printed after its last count, a line healthy runs print
+    too, still names the phase: a rank hung in evaluation."""
+    healthy = [write_job(tmp_path / f"ok{b}", {f"algo-{k + 1}": _unnumbered_node(k, hang_after=None, culprit=False,
+                                                                                 merged=merged)
+                                               for k in range(3)}, status="succeeded")
+               for b in range(2)]
+    failed = write_job(tmp_path / "failed", {
+        f"algo-{k + 1}": _unnumbered_node(k, hang_after=250, culprit=k == 1, merged=merged)
+        for k in range(3)})
+    report = diagnose(failed, baselines=healthy, store_path=False)
+    assert report["stage"] == "evaluation", report["stage"]
+    assert 250 in [it["iteration"] for it in report["iterations"][:3]], report["iterations"][:3]
