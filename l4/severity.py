@@ -91,10 +91,12 @@ _BOILERPLATE = re.compile(
 # banner ("==== pod x (namespace y) ===="), a section heading with nothing after it
 # ("Events:"), a table's header row ("Type  Reason  Age  From  Message"), and a shell's
 # trace of the command it runs next ("+ dmesg -T | grep -iE 'xid|oom'": `set -x`, whose
-# words are the command's, not an outcome).  What they frame is the event.
+# words are the command's, not an outcome).  What they frame is the event.  A heading
+# that names an error ("Last error:", under which torch prints what NCCL saw) introduces
+# the cause on the next line: it is kept, so the matcher can read that line as the cause.
 _FRAMING = re.compile(
     r"^\s*(?:={3,}.*={3,}"
-    r"|[A-Z][A-Za-z ]{0,30}:"
+    r"|(?![A-Za-z ]*\b(?:[Ee]rror|[Ff]ailure|[Ee]xception)s?\b)[A-Z][A-Za-z ]{0,30}:"
     r"|[A-Z][a-z]+(?:\s+[A-Z][a-z]+){3,}"
     r"|\+{1,3} \S.*)\s*$"
 )

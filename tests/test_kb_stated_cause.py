@@ -74,3 +74,46 @@ def test_the_stated_cause_decides_pattern_and_category(kb: Path, monkeypatch: py
     monkeypatch.setattr(rootcause, "STATED_CAUSE", False)  # the wrapper alone: a framework bug
     m = rootcause.match_events(_report(), kb=kb)
     assert m.root_causes[0]["pattern_id"] != "nccl-socket-ifname-no-interface"
+
+
+def _write_node(path: Path, *, failed: bool, culprit: bool) -> None:
+    """A node of a three-node job: rank 0 of each node logs its steps; in the failed job
+    the culprit's NCCL bootstrap fails at start-up in torch's own wording (the wrapper,
+    "Last error:", what NCCL saw) and its peers time out on the store."""
+    lines = [f"2024-05-02 10:00:0{k} INFO starting rank {k}" for k in range(3)]
+    if failed and culprit:
+        lines += [
+            "node-1:2622511:2622511 [0] NCCL INFO NCCL_SOCKET_IFNAME set by environment to eth1",
+            "node-1:2622511:2622511 [0] bootstrap.cc:48 NCCL WARN Bootstrap : no socket interface found",
+            "[rank1]: Traceback (most recent call last):",
+            '[rank1]:   File "/opt/train/pretrain.py", line 112, in <module>',
+            "[rank1]:     dist.barrier()",
+            *(f"[rank1]: {t}" for t in WRAPPER),
+            f"[rank1]: {CAUSE}",
+        ]
+    elif failed:
+        lines += ["2024-05-02 10:05:00 ERROR [c10d] The client socket has timed out after 300s "
+                  "while trying to connect to (node-0, 29500)."]
+    else:
+        lines += [f"2024-05-02 10:01:{k:02d} INFO step {k} loss 2.{k}" for k in range(20)]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_the_engine_reports_the_heading_and_the_stated_cause_wins(tmp_path: Path, kb: Path) -> None:
+    """End to end: the engine's report (not a hand-made one) keeps "Last error:" as an
+    event, because a heading that names an error introduces the cause; the matcher then
+    reads the line after it, and the platform's misconfigured interface wins over the
+    wrapper's "internal error" (a framework bug, read alone)."""
+    from l4.engine import diagnose
+    from l4.pipeline import attach_root_causes
+
+    for n in range(3):
+        _write_node(tmp_path / "failed" / "logs" / f"node-{n}.log", failed=True, culprit=n == 1)
+        _write_node(tmp_path / "base" / "logs" / f"node-{n}.log", failed=False, culprit=False)
+    report = diagnose(tmp_path / "failed", baselines=[tmp_path / "base"])
+    assert report["nodes"][0]["node"] == "node-1"
+    assert any(ev["template"].strip().endswith("Last error:") for ev in report["events"])
+    attach_root_causes(report, kb=kb)
+    assert report["root_causes"][0]["pattern_id"] == "nccl-socket-ifname-no-interface"
+    assert report["categories"][0]["category"] == "platform"
