@@ -812,7 +812,12 @@ def _rank(units: list[Unit], kb: Path | str | None, top_k: int, decay: bool,
                 c in u.codes for c in p.codes for u in units if u.role != "symptom"):
             echo_only.add(p.id)  # matched on what the victims echo, not on the culprit
 
+    spread = category_spread(sims, {p.id: p.category for p in library}, len(units)) \
+        if GENERIC_RELEVANCE else [0.0] * len(units)
     for qi, u in enumerate(units):  # an exact code makes a line a fault line whatever its wording
+        # a line that the library's faults of several teams all contain near-copies of
+        # (a launcher's "failed (exitcode: 1)", "ChildFailedError") names no team
+        relevance[qi] += GENERIC_RELEVANCE * spread[qi]
         if u.codes:
             relevance[qi] += CODE_RELEVANCE
         if EXCEPTION_RELEVANCE and _EXCEPTION_LINE.search(u.text):
@@ -915,6 +920,47 @@ FIRST_EVENTS = 1  # the top node's earliest trouble events per log file
 ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less (tried -0.3: -1 job)
 SYMPTOM_KIND_VOTE = 0.5  # a suggested pattern of kind "symptom" votes this much for its category
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
+#: How much a line whose nearest library lines belong to several categories
+#: (``category_spread``) weighs less in the category vote (0: off).
+GENERIC_RELEVANCE = -0.5
+GENERIC_MARGIN = 0.03  # library lines this close to a line's best match count as ties
+GENERIC_FLOOR = 0.6  # a line less like any library line than this: its spread is unknown (0)
+
+
+def category_spread(sims: dict[str, dict[int, tuple]], category_of: dict[str, str],
+                    n_units: int, *, margin: float | None = None,
+                    floor: float | None = None) -> list[float]:
+    """Per query line, how much the library disagrees about its category: 1 minus the
+    largest category's share among the patterns whose closest indicator is within
+    ``margin`` of the line's best one (0 when one pattern or one category stands out).
+
+    Every failed job prints its launcher's summary ("failed (exitcode: 1) local_rank: 0",
+    "ChildFailedError"), whatever went wrong, so the library's patterns of every
+    category quote it, all about equally well.  Such a line is evidence of a failure,
+    not of whose it is; the vote should come from the lines that set one team apart.
+    ``sims`` is ``_similarities``' {pattern: {line: (indicator_sim, _, whole_sim)}}."""
+    margin = GENERIC_MARGIN if margin is None else margin
+    floor = GENERIC_FLOOR if floor is None else floor
+    per_line: list[list[tuple[float, str]]] = [[] for _ in range(n_units)]
+    for pid, rows in sims.items():
+        c = category_of.get(pid)
+        if c is None:
+            continue
+        for qi, (s_ind, _, _) in rows.items():
+            if 0 <= qi < n_units:
+                per_line[qi].append((float(s_ind), c))
+    out = []
+    for rows in per_line:
+        best = max((s for s, _ in rows), default=0.0)
+        if best < floor:
+            out.append(0.0)
+            continue
+        near = [c for s, c in rows if s >= best - margin]
+        top = max(near.count(c) for c in set(near))
+        out.append(1.0 - top / len(near))
+    return out
+
+
 # How much the query's category re-ranks the patterns (``_category_prior``), chosen on the
 # leave-one-source-out pattern ranking (103 patterns with a same-fault pattern from another
 # source; benchmarks/kb_accuracy.py --misses), 2026-12-01: off 30 shown / 36 ranked first;
