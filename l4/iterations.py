@@ -990,6 +990,12 @@ def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
             continue
         p_i, _, _ = onset(job, cross, i)
         done = tnum[ok & (tpos < p_i)]
+        after = tnum[ok & (tpos >= p_i)]
+        if not done.size and len(np.unique(after)) >= 2:
+            # its first unusual line was no trouble if its counter advanced past it (a
+            # warning a fresh run prints at step 1 that the resumed healthy runs never
+            # printed): its trouble came after its last count
+            done = after
         if done.size:
             cand = float(done[-1] + counter.step)
         elif not math.isnan(t0) and (~np.isnan(tts)).any():

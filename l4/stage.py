@@ -23,7 +23,7 @@ from l4.gaps import gap_stage
 from l4.iterations import Counter
 from l4.mask import digit_runs, named_numbers, numbers_in
 from l4.merge import ParsedJob
-from l4.onset import onset, time_near
+from l4.onset import next_time, onset, time_near
 from l4.phases import Timeline
 from l4.profiles import EARLY, Profile
 from l4.schedule import scheduled_phase
@@ -270,7 +270,7 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         # printed after that (a signal handler's "saving checkpoint and exiting") is its
         # reaction, not the phase it failed in
         first_errs = [c for c in first_errs if job.first_pos[r, c] <= pos]
-    progressed = _progressed(job, cross, counter.marker if counter else None)
+    progressed = _progressed(job, cross, counter, timeline)
     # training had begun: a start-up stage an outer frame names ("trainer.fit(model,
     # datamodule=dm)") cannot come back, so it must not hide an inner one that can
     ruled_out = frozenset(EARLY) if progressed else frozenset()
@@ -326,7 +326,11 @@ def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
     if hinted is None and (stage is None or stage in EARLY):
         # the culprit may print no progress lines of its own (only some ranks log
         # iterations): if the rest of the job was already past start-up, so was the job
-        pack = _pack_stage(job, cross, stages, r, t_stage, counter, current, timeline, said)
+        # a rough time (the nearest line of the node that has one) is no later than the
+        # failure only: whether the others had begun training by then is told by the
+        # next line of the node that has a time, a bound from above
+        t_pack = next_time(job, r, line) if rough else t_stage
+        pack = _pack_stage(job, cross, stages, r, t_pack, counter, current, timeline, said)
         if (pack == "finalization" and not progressed and timeline is not None
                 and timeline.counters):
             # healthy runs of this configuration counted steps before they finished, and
@@ -657,16 +661,34 @@ def _final_save(job: ParsedJob, stages: list[str | None]) -> bool:
     return False
 
 
-def _progressed(job: ParsedJob, cross: CrossJobResult, marker: int | None) -> bool:
-    """Had any node completed a training iteration (printed its counter) before its own
-    trouble began?  Until then a failure can still belong to a start-up stage."""
-    if marker is None:
+def _progressed(job: ParsedJob, cross: CrossJobResult, counter: Counter | None,
+                timeline: Timeline | None = None) -> bool:
+    """Had the job completed a training iteration?  Until then a failure can still belong
+    to a start-up stage.
+
+    A node that printed its counter before its own trouble began says so; so does the
+    counter healthy runs of the configuration advanced, when it went on advancing after a
+    node's first unusual line (a fresh run's warnings at step 1, which resumed healthy
+    runs never print): every rank takes part in each step's collectives, so two counts
+    mean the whole job was in its loop, whatever that node's first unusual line was.
+    Only that counter: numbers a teardown prints (the pids of "Sending process 4002
+    closing signal SIGTERM") also rise."""
+    if counter is None:
         return False
+    marker = counter.marker
+    known = timeline is not None and int(job.event_ids[marker]) in timeline.counters
     for i in range(job.n_nodes):
         p_i, _, _ = onset(job, cross, i)
         if 0 <= job.first_pos[i, marker] < p_i:
             return True
+        track = counter.tracks.get(i)
+        if known and track is not None and len(np.unique(track[1][~np.isnan(track[1])])) >= MIN_ADVANCED:
+            return True
     return False
+
+
+#: distinct counts a node's counter must print to show the job had entered its loop
+MIN_ADVANCED = 2
 
 
 def _steps_after(counter: Counter | None, t0: float) -> int:
