@@ -921,7 +921,7 @@ ECHO_LINE_RELEVANCE = 0.0  # < 0: a line most like a symptom pattern weighs less
 SYMPTOM_KIND_VOTE = 0.5  # a suggested pattern of kind "symptom" votes this much for its category
 SYMPTOM_VOTE = 0.25  # with culprit lines, a pattern matched only on echoes votes this much
 #: How much a line whose nearest library lines belong to several categories
-#: (``category_spread``) weighs less in the category vote (0: off).  2026-12-06, library
+#: (``category_spread``) weighs less in the category vote (0: off).  2026-12-05, library
 #: leave-one-source-out category / pattern top-1: off 74.2 / 30.0 %, -0.5 74.2 / 30.7 %,
 #: -1.0 73.3 / 27.9 %; the development jobs' category top-3 rose with either.
 GENERIC_RELEVANCE = -0.5
