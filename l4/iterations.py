@@ -969,6 +969,16 @@ def _own_progress(counter: Counter, r: int, pos: int) -> float | None:
     return None
 
 
+#: distinct counts a counter must print to show the job had entered its loop: every rank
+#: takes part in each step's collectives, so two counts mean all of them were training
+MIN_ADVANCED = 2
+
+
+def advanced(nums: np.ndarray) -> bool:
+    """Did a node's counter print at least ``MIN_ADVANCED`` distinct counts (nan: none)?"""
+    return len(np.unique(nums[~np.isnan(nums)])) >= MIN_ADVANCED
+
+
 def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
                    cross: CrossJobResult) -> float | None:
     """The iteration the other counting nodes were in when their own trouble began.
@@ -991,7 +1001,7 @@ def _pack_progress(job: ParsedJob, counter: Counter, r: int, t0: float,
         p_i, _, _ = onset(job, cross, i)
         done = tnum[ok & (tpos < p_i)]
         after = tnum[ok & (tpos >= p_i)]
-        if not done.size and len(np.unique(after)) >= 2:
+        if not done.size and advanced(after):
             # its first unusual line was no trouble if its counter advanced past it (a
             # warning a fresh run prints at step 1 that the resumed healthy runs never
             # printed): its trouble came after its last count

@@ -20,7 +20,7 @@ import numpy as np
 
 from l4.crossjob import CrossJobResult
 from l4.gaps import gap_stage
-from l4.iterations import Counter
+from l4.iterations import Counter, advanced
 from l4.mask import digit_runs, named_numbers, numbers_in
 from l4.merge import ParsedJob
 from l4.onset import next_time, onset, time_near
@@ -682,13 +682,10 @@ def _progressed(job: ParsedJob, cross: CrossJobResult, counter: Counter | None,
         if 0 <= job.first_pos[i, marker] < p_i:
             return True
         track = counter.tracks.get(i)
-        if known and track is not None and len(np.unique(track[1][~np.isnan(track[1])])) >= MIN_ADVANCED:
+        if known and track is not None and advanced(track[1]):
             return True
     return False
 
-
-#: distinct counts a node's counter must print to show the job had entered its loop
-MIN_ADVANCED = 2
 
 
 def _steps_after(counter: Counter | None, t0: float) -> int:
