@@ -63,6 +63,7 @@ if str(ROOT) not in sys.path:
 
 from l4 import baselines as B  # noqa: E402
 from l4.sim.simulate import simulate_suite  # noqa: E402
+from l4.wrapped import unwrap_lines  # noqa: E402
 
 NODE_K = (1, 3, 5, 8)
 MAX_LINE = 4096  # l4.ingest.MAX_LINE, kept here so the baselines can run without l4
@@ -151,7 +152,8 @@ def _read_lines(path: Path) -> list[str]:
     "\r" redraws stay on their line; Python's universal newlines would split them)."""
     opener = gzip.open if path.name.endswith(".gz") else open
     with opener(path, "rt", encoding="utf-8", errors="replace", newline="") as fh:
-        return [line.removesuffix("\r") for line in fh.read().split("\n")]
+        # a runtime's wrapper (l4.wrapped) is not part of what the program printed
+        return unwrap_lines([line.removesuffix("\r") for line in fh.read().split("\n")])
 
 
 def truth_lines(case: Path, truth: dict) -> list[tuple[str, str, str]]:

@@ -28,6 +28,7 @@ import numpy as np
 
 from l4.ingest import NodeFile, open_regular
 from l4.timeparse import parse_ts
+from l4.wrapped import unwrap_head
 
 #: bytes read from the head of each file to decide whether it gathers other nodes' lines
 SAMPLE_BYTES = 1 << 20
@@ -99,7 +100,7 @@ def gathered_nodes(nf: NodeFile, names: dict[bytes, str]) -> set[str]:
     if nf.path.name.endswith(".gz") or b"\x00" in head[:4096]:
         return set()  # compressed or binary: read only by the scanner
     cut = head.rfind(b"\n")
-    head = head[: cut + 1] if cut >= 0 else head
+    head = unwrap_head(head[: cut + 1] if cut >= 0 else head)
     _, origins = tagged_lines(head, names)
     others = [o for o in origins if o is not None and o != nf.node]
     if len(others) < MIN_TAGGED_LINES:

@@ -82,14 +82,27 @@ class JobSpec:
     unreadable: list[dict] = field(default_factory=list)
 
 
+#: a pod's log directory as the kubelet names it: ``<namespace>_<pod>_<pod uid>``
+_POD_DIR = re.compile(r"^[a-z0-9][a-z0-9-]*_(?P<pod>[a-z0-9][a-z0-9.-]*)_[0-9a-f]{8}(?:-[0-9a-f]{4}){3}-[0-9a-f]{12}$")
+
+
 def node_id_for(path: Path) -> str:
-    """``logs/worker-17.log.gz`` -> ``worker-17``: the name without its log/compression suffixes."""
+    """``logs/worker-17.log.gz`` -> ``worker-17``: the name without its log/compression suffixes.
+
+    The kubelet stores a container's log as ``<ns>_<pod>_<uid>/<container>/0.log`` (the
+    number counts restarts): copied from ``/var/log/pods`` every node's file is ``0.log``,
+    so there the pod names the node."""
     name = path.name
     if name.endswith(".gz"):
         name = name[:-3]
     for suffix in LOG_SUFFIXES:
         if name.endswith(suffix):
-            return name[: -len(suffix)]
+            name = name[: -len(suffix)]
+            break
+    if name.isdigit():
+        pod = _POD_DIR.match(path.parent.parent.name)
+        if pod:
+            return pod.group("pod")
     return name
 
 
@@ -375,24 +388,27 @@ def open_regular(path: Path) -> BinaryIO:
         raise
 
 
-def _raw_stream(path: Path):
+def raw_stream(path: Path):
     fh = open_regular(path)
     if path.name.endswith(".gz"):
         return _GzipReader(fh)
     return fh
 
 
-def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> Iterator[bytes]:
+def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE,
+                max_line: int = MAX_LINE, unglue: bool = True) -> Iterator[bytes]:
     """Yield blocks of whole lines (each ending in ``\\n`` except maybe the last); a bare
     ``\\r`` ends a line as ``\\n`` does, and ``\\r\\n`` is one line end.
 
-    Lines longer than :data:`MAX_LINE` are cut to that length; the remainder is skipped as it
-    streams by, so a 50 MB single line costs one block of memory.  A truncated or corrupt
+    Lines longer than ``max_line`` (:data:`MAX_LINE`) are cut to that length; the remainder
+    is skipped as it streams by, so a 50 MB single line costs one block of memory.  ``unglue``:
+    break the lines glued to a progress bar (``split_bar_glue``); a reader of wrapped lines
+    (``l4.wrapped``) does that once they are unwrapped.  A truncated or corrupt
     gzip stops the stream with ``stats.truncated``/``stats.error`` set; what was read before
     is kept.
     """
     try:
-        fh = _raw_stream(path)
+        fh = raw_stream(path)
     except NotRegularFile as exc:
         stats.error = str(exc)
         return
@@ -432,7 +448,7 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
                 data = data[nl + 1 :]
                 skipping = False
             data = carry + data if carry else data
-            if b"it/s" in data or b"s/it" in data:
+            if unglue and (b"it/s" in data or b"s/it" in data):
                 data = split_bar_glue(data)
             nl = data.rfind(b"\n")
             if nl < 0:
@@ -440,15 +456,15 @@ def read_blocks(path: Path, stats: ReadStats, block_size: int = BLOCK_SIZE) -> I
             else:
                 block, carry = data[: nl + 1], data[nl + 1 :]
                 if block:
-                    yield _cut_long_lines(block, stats)
-            if len(carry) > MAX_LINE:
+                    yield cut_long_lines(block, stats, max_line)
+            if len(carry) > max_line:
                 # Unterminated giant line: keep its head, drop the tail as it arrives.
                 stats.long_lines += 1
-                yield carry[:MAX_LINE] + b"\n"
+                yield carry[:max_line] + b"\n"
                 carry = b""
                 skipping = True
     if carry:
-        yield _cut_long_lines(carry, stats)
+        yield cut_long_lines(carry, stats, max_line)
 
 
 def split_bar_glue(data: bytes) -> bytes:
@@ -460,19 +476,19 @@ def split_bar_glue(data: bytes) -> bytes:
     return _BAR_GLUE.sub(_glued, data)
 
 
-def _cut_long_lines(block: bytes, stats: ReadStats) -> bytes:
-    """Cut lines over MAX_LINE inside a block; fast when there are none (the usual case)."""
-    if len(block) <= MAX_LINE:
+def cut_long_lines(block: bytes, stats: ReadStats, max_line: int = MAX_LINE) -> bytes:
+    """Cut lines over ``max_line`` inside a block; fast when there are none (the usual case)."""
+    if len(block) <= max_line:
         return block
     nl = np.flatnonzero(np.frombuffer(block, dtype=np.uint8) == 10)
     bounds = np.concatenate(([-1], nl, [len(block)]))
-    if int(np.diff(bounds).max()) - 1 <= MAX_LINE:
+    if int(np.diff(bounds).max()) - 1 <= max_line:
         return block
     lines = block.split(b"\n")
     out = []
     for line in lines:
-        if len(line) > MAX_LINE:
+        if len(line) > max_line:
             stats.long_lines += 1
-            line = line[:MAX_LINE]
+            line = line[:max_line]
         out.append(line)
     return b"\n".join(out)

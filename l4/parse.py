@@ -11,9 +11,10 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from l4.ingest import ReadStats, read_blocks
+from l4.ingest import ReadStats
 from l4.mask import is_continuation, mask_line
 from l4.templates import TemplateStore, open_store
+from l4.wrapped import read_unwrapped
 
 
 def parse_file(path: str | Path, *, store_path: str | Path | None = None) -> Iterator[dict]:
@@ -31,7 +32,7 @@ def parse_file(path: str | Path, *, store_path: str | Path | None = None) -> Ite
 
 def _lines(path: Path) -> Iterator[str]:
     stats = ReadStats()
-    for block in read_blocks(path, stats):
+    for block, _, _ in read_unwrapped(path, stats):
         text = block.decode("utf-8", errors="replace")
         if text.endswith("\n"):
             text = text[:-1]

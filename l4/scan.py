@@ -22,9 +22,10 @@ from pathlib import Path
 import numpy as np
 
 from l4 import gather
-from l4.ingest import NodeFile, ReadStats, read_blocks
+from l4.ingest import NodeFile, ReadStats
 from l4.mask import DIGIT_TABLE, is_continuation, mask_line, number_spans, numbers_in
 from l4.timeparse import parse_ts, ts_from_matrix, ts_layout
+from l4.wrapped import read_unwrapped
 
 #: occurrences kept per shape to decide whether it counts iterations
 N_SAMPLES = 5
@@ -325,6 +326,10 @@ class _Scanner:
         self.last_text = ""
         self.key_shape_arr = np.zeros(0, np.int64)
         self.keys: list[bytes] = []
+        # a wrapped file's write times (l4.wrapped): those of the block being fed, and those
+        # of the lines kept as counter samples (by record position)
+        self.stamps: np.ndarray | None = None
+        self.sample_stamps: dict[int, float] = {}
 
     # -- shapes -------------------------------------------------------------------------
     def _add_key(self, key: bytes) -> int:
@@ -363,12 +368,31 @@ class _Scanner:
 
     # -- one block ------------------------------------------------------------------------
     def feed(self, block: bytes, line_nos: np.ndarray | None = None,
-             untagged: np.ndarray | None = None, implied: np.ndarray | None = None) -> None:
+             untagged: np.ndarray | None = None, implied: np.ndarray | None = None,
+             stamps: np.ndarray | None = None) -> None:
         """Scan one block of whole lines.  When the block is a selection of a gatherer's
         lines (``l4.gather``): ``line_nos`` each line's 1-based number in its file,
         ``untagged`` which of them carry no origin tag, ``implied`` the time of the last
         timed line of the file at or before each (nan: none yet), for lines that carry no
-        time of their own."""
+        time of their own.  ``stamps``: each line's write time as a container runtime
+        recorded it (``l4.wrapped``; nan: none), which wins over a time in its text: one
+        clock for every line of the file."""
+        self.stamps = stamps
+        try:
+            self._feed(block, line_nos, untagged, implied)
+        finally:
+            self.stamps = None
+
+    def _stamped(self, bl: int, ts: float) -> float:
+        """``ts`` (read from line ``bl``'s text), or the line's write time where it has one."""
+        if self.stamps is not None:
+            st = float(self.stamps[bl])
+            if st == st:
+                return st
+        return ts
+
+    def _feed(self, block: bytes, line_nos: np.ndarray | None, untagged: np.ndarray | None,
+              implied: np.ndarray | None) -> None:
         coll = block.translate(DIGIT_TABLE)
         if b"0x" in coll:
             # Hex literals (addresses, comm ids) differ on every line; mask_line turns them
@@ -418,7 +442,7 @@ class _Scanner:
                     self.first_pos[sid] = pos0 + seg_first
                     bl = int(rec_lines[seg_first])
                     text = _decode(raw_lines[bl])
-                    self.first_ts[sid] = parse_ts(text)
+                    self.first_ts[sid] = self._stamped(bl, parse_ts(text))
                     if implied is not None and math.isnan(self.first_ts[sid]):
                         self.first_ts[sid] = float(implied[bl])
                     self.examples[sid] = (int(lno[bl]), text[:2000], _context(raw_lines, bl, sids))
@@ -427,7 +451,7 @@ class _Scanner:
                 self.last_pos[sid] = pos0 + seg_last
                 last_text = _decode(raw_lines[int(rec_lines[seg_last])][:LAST_TEXT_BYTES])
                 self.last_text_of[sid] = last_text
-                ts_last = parse_ts(last_text[:200])
+                ts_last = self._stamped(int(rec_lines[seg_last]), parse_ts(last_text[:200]))
                 if implied is not None and math.isnan(ts_last):
                     ts_last = float(implied[int(rec_lines[seg_last])])
                 if not math.isnan(ts_last):
@@ -458,6 +482,12 @@ class _Scanner:
             if not math.isnan(ts):
                 self.last_ts_node = ts
                 break
+        if self.stamps is not None and n:
+            timed = self.stamps[~np.isnan(self.stamps)]
+            if timed.size and math.isnan(self.first_ts_node):
+                self.first_ts_node = float(timed[0])
+            if timed.size:
+                self.last_ts_node = float(timed[-1])
         if implied is not None and n:
             timed = implied[~np.isnan(implied)]
             if timed.size and math.isnan(self.first_ts_node):
@@ -483,6 +513,8 @@ class _Scanner:
             bl = int(rec_lines[r])
             raw = raw_lines[bl]
             samples.append((pos0 + r, int(lno[bl]), raw, self._numbers(int(kids[bl]), raw)))
+            if self.stamps is not None:
+                self.sample_stamps[pos0 + r] = float(self.stamps[bl])
             taken += 1
         if len(samples) < N_SAMPLES:
             return
@@ -522,7 +554,8 @@ class _Scanner:
         samples = self.samples.pop(sid)
         if track.period > 0 or track.total > 0:
             track.base = (track.period or track.total) * epochs_before(_decode(samples[0][2]), j)
-        ts = [parse_ts(_decode(s[2])) for s in samples]
+        ts = [self.sample_stamps.get(s[0], math.nan) for s in samples]
+        ts = [t if t == t else parse_ts(_decode(s[2])) for t, s in zip(ts, samples, strict=True)]
         elapsed = None
         if all(math.isnan(t) for t in ts):
             track.duration_field = duration_field(_decode(samples[0][2]), fs[0])
@@ -623,6 +656,9 @@ class _Scanner:
                     vals[sel] = digits @ (10 ** np.arange(b - a - 1, -1, -1, dtype=np.int64))
                 else:  # a sign or a decimal point: parse the text
                     vals[sel] = [_to_float(raw_lines[r][a:b]) for r in rows.tolist()]
+        if self.stamps is not None:
+            st = self.stamps[bls]
+            ts = np.where(np.isnan(st), ts, st)
         if other.any():
             keep = ~other
             seg, bls, vals, ts = seg[keep], bls[keep], vals[keep], ts[keep]
@@ -921,20 +957,22 @@ def scan_node_file(nf: NodeFile) -> NodeScan:
     scanner = _Scanner(nf)
     stats = ReadStats()
     if not (nf.origin or nf.routed):
-        for block in read_blocks(Path(nf.path), stats):
-            scanner.feed(block)
+        for block, stamps, line_nos in read_unwrapped(Path(nf.path), stats):
+            scanner.feed(block, line_nos, None, None, stamps)
         return scanner.result(stats, size, mtime)
     # one node's share of a file that gathers several nodes' output (l4.gather)
     names = gather.node_names([nf.node, nf.origin, *nf.routed])
     tags = gather.tag_pattern([nf.origin] if nf.origin else list(nf.routed))
     seen = 0  # lines of the file before this block
     clock = math.nan  # the file's last timed line so far: its lines are in time order
-    for block in read_blocks(Path(nf.path), stats):
+    for block, stamps, line_nos in read_unwrapped(Path(nf.path), stats):
         lines = gather.line_index(block)
         keep, untagged = gather.select(block, nf, tags, names, lines)
         implied, clock = gather.implied_times(block, keep, clock, lines)
         if len(keep):
-            scanner.feed(gather.sub_block(block, keep, lines), keep + seen + 1, untagged, implied)
+            nos = keep + seen + 1 if line_nos is None else line_nos[keep]
+            scanner.feed(gather.sub_block(block, keep, lines), nos, untagged, implied,
+                         None if stamps is None else stamps[keep])
         seen += lines[2]
     scan = scanner.result(stats, size, mtime)
     if nf.routed:

@@ -45,6 +45,8 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+from runtime import KINDS as RUNTIMES  # noqa: E402
+from runtime import RuntimeLog  # noqa: E402
 from truth import extract_truth  # noqa: E402
 
 SETS = {"dev": 0, "heldout": 9000}
@@ -141,6 +143,9 @@ MIXED_FROM = 28
 #: re-run the plan's faults in one format combination); the configuration id gets an "o"
 #: so the overridden runs keep baselines of their own
 OVERRIDES: dict[str, str] = {}
+#: how the launchers' output is stored (``runtime``): as printed, or as a container
+#: runtime stores it (``--runtime``)
+RUNTIME = {"kind": "none"}
 
 
 def make_config(set_name: str, index: int) -> Config:
@@ -359,7 +364,7 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
         holder = socket.socket()
         holder.bind(("127.0.0.1", port))
         holder.listen(64)
-    procs, files = [], []
+    procs, files, wrapped = [], [], []
     for i, host in enumerate(hosts):
         node_dir = work / host
         ranks = range(i * cfg.rpn, (i + 1) * cfg.rpn)
@@ -423,8 +428,18 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
                    'mount --bind "$L4RR_HOSTS_FILE" /etc/hosts && hostname "$L4RR_HOST" && exec "$@"', "sh", *cmd]
         elif cfg.rdzv == "c10d":
             raise RuntimeError("c10d jobs need per-node host names: run as root with util-linux unshare")
-        procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
-                                      cwd=str(node_dir), start_new_session=True))
+        if RUNTIME["kind"] == "none":
+            procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+                                          cwd=str(node_dir), start_new_session=True))
+        else:
+            # two pipes, as a container runtime reads a container's streams
+            p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+                                 cwd=str(node_dir), start_new_session=True)
+            log = RuntimeLog(fh, RUNTIME["kind"])
+            log.attach(p.stdout, "stdout")
+            log.attach(p.stderr, "stderr")
+            procs.append(p)
+            wrapped.append(log)
     t0 = time.monotonic()
     terminated = False
     while any(p.poll() is None for p in procs):
@@ -457,6 +472,8 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
+    for log in wrapped:
+        log.join()
     for fh in files:
         fh.close()
     if holder is not None:
@@ -478,7 +495,7 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
 
 def _baselines(out: Path, set_name: str, index: int, cfg: Config) -> list[Path]:
     """The configuration's two healthy runs (made once, reused by its cases)."""
-    root = out / "_baselines" / cfg.config_id
+    root = out / "_baselines" / (cfg.config_id + ("" if RUNTIME["kind"] == "none" else f"-{RUNTIME['kind']}"))
     dirs = []
     for j in range(2):
         d = root / f"baseline-{j}"
@@ -529,7 +546,8 @@ def make_case(out: Path, set_name: str, seed: int) -> dict:
         "baselines": ["baseline-0", "baseline-1"],
         "style": {"launcher": "torchrun", "prefix": cfg.launcher_view, "rdzv": cfg.rdzv,
                   "ranks_per_node": cfg.rpn, "log_format": cfg.log_format,
-                  "iter_format": cfg.iter_format, "who": cfg.who, "words": cfg.words},
+                  "iter_format": cfg.iter_format, "who": cfg.who, "words": cfg.words,
+                  "runtime": RUNTIME["kind"]},
         "injection": asdict(inj),
         "run": res,
     })
@@ -640,7 +658,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--override", action="append", default=[], metavar="KEY=VALUE",
                     help="force a configuration field (launcher_view, rdzv, log_format, iter_format, "
                          "words, rpn, ...) on every case; development runs only")
+    ap.add_argument("--runtime", choices=RUNTIMES, default="none",
+                    help="store each launcher's output as a container runtime does (CRI or "
+                         "Docker json-file: every line wrapped with its write time)")
     args = ap.parse_args(argv)
+    RUNTIME["kind"] = args.runtime
     base = SETS[args.set]
     for item in args.override:
         key, sep, value = item.partition("=")

@@ -14,7 +14,14 @@ Line numbers count "\\n"-separated lines from 1, as ``benchmarks/accuracy.py`` r
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[2]
+if str(_ROOT) not in sys.path:
+    sys.path.insert(0, str(_ROOT))
+
+from l4.wrapped import unwrap_lines  # noqa: E402
 
 # a launcher's prefixes: --tee gives "[default0]:", a worker's own traceback "[rank3]: "
 _PREFIX = re.compile(r"^((?:\[(?:default|rank)\d+\]:\s?)*)")
@@ -77,8 +84,10 @@ _FINAL = re.compile(r"^[A-Za-z_][\w.]*(Error|Exception|Interrupt|Exit|Warning)?:
 
 
 def _read_lines(path: Path) -> list[str]:
+    """The file's lines as the program printed them (a container runtime's wrapper, if the
+    run was stored as one stores it, is not part of them; ``l4.wrapped``)."""
     with open(path, encoding="utf-8", errors="replace", newline="") as fh:
-        return [ln.removesuffix("\r") for ln in fh.read().split("\n")]
+        return unwrap_lines([ln.removesuffix("\r") for ln in fh.read().split("\n")])
 
 
 def _split(line: str) -> tuple[str, str]:

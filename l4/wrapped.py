@@ -1,0 +1,363 @@
+"""Logs as a container runtime stores them: each line wrapped with the time it was written.
+
+On Kubernetes and Docker a training job's output is rarely read as the program printed it.
+The runtime's log file, and what most collectors ship from it, wraps every line:
+
+- **CRI** (containerd, CRI-O; ``/var/log/pods/**``)::
+
+      2025-04-18T10:18:37.123456789Z stderr F [rank3]: Traceback (most recent call last):
+
+  ``F`` ends a line, ``P`` is a piece of a longer one that the next record continues;
+- **Docker's json-file driver**::
+
+      {"log":"[rank3]: Traceback (most recent call last):\\n","stream":"stderr","time":"..."}
+
+  a ``log`` that does not end in a newline is a piece the next record continues;
+- **kubectl logs --timestamps**: the line after its RFC 3339 write time and a space.
+
+Read as they are, the wrapper is the first thing on every line: a traceback's "  File"
+line no longer starts with a space, a rank's "[rank3]:" tag is no longer where a launcher
+puts it, and JSON escapes change the words.  Every other part of l4 reads the program's
+own line, so the file is unwrapped as it streams (``Unwrapper``) and the runtime's write
+time, one clock for every line of the node, is kept beside each line (``stamps``): an
+untimed traceback or counter line gets the time it was written.
+
+A file is read as wrapped when its first non-blank lines are (``sniff``).  A bare RFC 3339
+time must lead every one of them: a framework that starts its own lines with a timestamp
+still prints a traceback's lines bare, and its file is left as it is.  Lines that do not carry the wrapper (a progress bar's
+carriage-return updates split off a record) are passed on unchanged with the time of the
+record before them.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+import math
+import re
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+
+from l4.ingest import ReadStats, cut_long_lines, raw_stream, read_blocks, split_bar_glue
+
+#: how many non-blank lines at a file's head decide whether it is wrapped
+SNIFF_LINES = 20
+#: ... at the least, for a bare timestamp (a shorter file is read as it is)
+SNIFF_MIN = 3
+#: the share of them a runtime's own format (CRI, Docker) must wrap
+SNIFF_SHARE = 0.8
+
+_RFC3339 = rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|[+-]\d\d:\d\d)"
+_CRI = re.compile(rb"^(" + _RFC3339 + rb") (?:stdout|stderr) ([FP]) ?(.*)$", re.S)
+_STAMPED = re.compile(rb"^(" + _RFC3339 + rb") (.*)$", re.S)
+_DOCKER = re.compile(rb'^\{\s*"log"\s*:\s*"((?:[^"\\]|\\.)*)"')
+_DOCKER_TIME = re.compile(rb'"time"\s*:\s*"(' + _RFC3339 + rb')"')
+_DOCKER_HEAD = re.compile(rb'^\{\s*"log"\s*:\s*"')
+
+FORMATS = ("cri", "docker", "stamped")
+
+
+def _is(kind: str, line: bytes) -> bool:
+    if kind == "cri":
+        return _CRI.match(line) is not None
+    if kind == "docker":
+        return _DOCKER_HEAD.match(line) is not None
+    return _STAMPED.match(line) is not None
+
+
+def sniff(head: bytes) -> str | None:
+    """The wrapper the first non-blank lines of ``head`` carry, or None.
+
+    CRI is tried before the bare timestamp (a CRI line is also a timestamped line)."""
+    lines = [ln for ln in head.split(b"\n")[: SNIFF_LINES * 4] if ln.strip()][:SNIFF_LINES]
+    for kind in FORMATS:
+        hits = sum(_is(kind, ln) for ln in lines)
+        if kind == "stamped":
+            # a bare timestamp must lead every line, tracebacks included, and of a few
+            if hits == len(lines) >= SNIFF_MIN:
+                return kind
+        elif hits and hits >= SNIFF_SHARE * len(lines):
+            # a runtime's own format is unmistakable even on one line, and admits a stray
+            # piece (a progress bar's "\r" update the reader split off)
+            return kind
+    return None
+
+
+_SECONDS: dict[bytes, float] = {}
+
+# a block of whole records, matched in bulk (``Unwrapper._whole_block``): the time's whole
+# seconds and its fraction, for each line
+_TIME_PARTS = rb"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(\.\d{1,9})?(?:Z|[+-]\d\d:\d\d)"
+_WHOLE = {
+    "cri": re.compile(rb"^" + _TIME_PARTS + rb" (?:stdout|stderr) F ?", re.M),
+    "stamped": re.compile(rb"^" + _TIME_PARTS + rb" ", re.M),
+    "docker": re.compile(rb'^\{"log":"(.*)","stream":"(?:stdout|stderr)","time":"' + _TIME_PARTS
+                         + rb'"\}$', re.M),
+}
+
+
+def _second(key: bytes) -> float:
+    """Epoch seconds of ``YYYY-MM-DDTHH:MM:SS`` (cached: a second holds many lines)."""
+    t = _SECONDS.get(key)
+    if t is None:
+        try:
+            t = float(calendar.timegm((int(key[:4]), int(key[5:7]), int(key[8:10]),
+                                       int(key[11:13]), int(key[14:16]), int(key[17:19]), 0, 0, 0)))
+        except (ValueError, OverflowError):
+            t = math.nan
+        if len(_SECONDS) < 100_000:
+            _SECONDS[key] = t
+    return t
+
+
+def stamp_seconds(m: re.Match[bytes], g: int) -> float:
+    """Epoch seconds of the RFC 3339 time matched as group ``g`` (its fields follow).
+
+    The wall clock it shows, with the offset left aside, as ``l4.timeparse`` reads every
+    time (lines of one host stay on one clock)."""
+    key = m.group(g)[:19]
+    base = _SECONDS.get(key)
+    if base is None:
+        y, mo, d, h, mi, s = (int(x) for x in m.group(g + 1, g + 2, g + 3, g + 4, g + 5, g + 6))
+        if not (1 <= mo <= 12 and 1 <= d <= 31 and h < 24 and mi < 60 and s < 62):
+            return math.nan
+        base = float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
+        if len(_SECONDS) < 100_000:
+            _SECONDS[key] = base
+    frac = m.group(g + 7)
+    return base + (int(frac) / 10 ** len(frac) if frac else 0.0)
+
+
+_ESCAPE = re.compile(rb"\\(.)", re.S)
+_ESCAPES = {b"n": b"\n", b"r": b"\r", b"t": b"\t", b"b": b"", b"f": b""}
+
+
+def _json_text(raw: bytes) -> bytes:
+    """A JSON string's body (escapes and all) as the bytes it stands for."""
+    if b"\\" not in raw:
+        return raw
+    try:
+        return json.loads(b'"' + raw + b'"').encode("utf-8", "surrogateescape")
+    except (ValueError, UnicodeError):
+        # cut short or otherwise broken: the common escapes by hand
+        return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), raw)
+
+
+def _emit(out: list[bytes], times: list[float], nos: list[int], text: bytes, t: float,
+          no: int) -> None:
+    """One record's text as lines (a carriage return ends a line, as the reader treats it)."""
+    if b"\r" in text:
+        text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+    if b"it/s" in text or b"s/it" in text:
+        text = split_bar_glue(text)  # as l4.ingest.read_blocks does for a bare file
+    for piece in text.split(b"\n"):
+        out.append(piece)
+        times.append(t)
+        nos.append(no)
+
+
+class Unwrapper:
+    """Unwraps one file's blocks of whole lines (``l4.ingest.read_blocks``), in order.
+
+    ``feed`` returns the program's lines as one block, each line's write time (nan where
+    the wrapper gave none and no line before it did) and the 1-based number of the file
+    line it starts on.  Pieces of one long line (CRI ``P``, a Docker ``log`` without its
+    newline) are joined and numbered by their first piece."""
+
+    def __init__(self, kind: str):
+        if kind not in FORMATS:
+            raise ValueError(f"unknown log wrapper {kind!r}")
+        self.kind = kind
+        self.line_no = 0
+        self.last = math.nan
+        self.pending: list[bytes] = []
+        self.pending_at = (0, math.nan)
+
+    def _record(self, line: bytes) -> tuple[bytes, float, bool] | None:
+        """(text, time, whole) of a wrapped line; None when it carries no wrapper."""
+        if self.kind == "cri":
+            m = _CRI.match(line)
+            if m is None:
+                return None
+            return m.group(10), stamp_seconds(m, 1), m.group(9) == b"F"
+        if self.kind == "docker":
+            h = _DOCKER_HEAD.match(line)
+            if h is None:
+                return None
+            m = _DOCKER.match(line)
+            if m is None:  # cut short (a line longer than the reader keeps): what is there
+                body = line[h.end():]
+                cut = body.find(b'","')
+                return _json_text(body[:cut] if cut >= 0 else body), math.nan, True
+            text = _json_text(m.group(1))
+            tm = _DOCKER_TIME.search(line, m.end())
+            t = stamp_seconds(tm, 1) if tm else math.nan
+            whole = text.endswith(b"\n")
+            return (text[:-1] if whole else text), t, whole
+        m = _STAMPED.match(line)
+        if m is None:
+            return None
+        return m.group(9), stamp_seconds(m, 1), True
+
+    def feed(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray]:
+        if not self.pending:
+            fast = self._whole_block(block)
+            if fast is not None:
+                return fast
+        lines = block.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        out: list[bytes] = []
+        times: list[float] = []
+        nos: list[int] = []
+
+        def emit(text: bytes, t: float, no: int) -> None:
+            _emit(out, times, nos, text, t, no)
+
+        for line in lines:
+            self.line_no += 1
+            rec = self._record(line)
+            if rec is None:
+                # no wrapper: a piece of the record before (a progress bar's "\r" update
+                # the reader split off), written when it was
+                emit(line, self.last, self.line_no)
+                continue
+            text, t, whole = rec
+            if t == t:
+                self.last = t
+            t = self.last
+            if self.pending:
+                self.pending.append(text)
+                if not whole:
+                    continue
+                no, t = self.pending_at
+                text = b"".join(self.pending)
+                self.pending = []
+                emit(text, t, no)
+            elif whole:
+                emit(text, t, self.line_no)
+            else:
+                self.pending = [text]
+                self.pending_at = (self.line_no, t)
+        return self._block(out, times, nos)
+
+    def _whole_block(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
+        """``feed`` for the usual block, in bulk: every line one whole record, none with
+        a carriage return or a progress bar glued to other output.  None for any other
+        block (it is unwrapped line by line)."""
+        n = block.count(b"\n") + (not block.endswith(b"\n"))
+        if n == 0:
+            return None
+        rx = _WHOLE[self.kind]
+        found = rx.findall(block)
+        if len(found) != n:
+            return None
+        if self.kind == "docker":
+            texts = []
+            for body, *_ in found:
+                if not body.endswith(b"\\n"):
+                    return None  # a piece of a longer line
+                text = _json_text(body[:-2])
+                if b"\n" in text or b"\r" in text:
+                    return None
+                texts.append(text)
+            inner = b"\n".join(texts) + b"\n"
+            stamps = [(key, frac) for _, key, frac in found]
+        else:
+            inner = rx.sub(b"", block)
+            if not inner.endswith(b"\n"):
+                inner += b"\n"
+            stamps = found
+        if (b"it/s" in inner or b"s/it" in inner) and split_bar_glue(inner) != inner:
+            return None
+        times = np.fromiter((_second(key) for key, _ in stamps), np.float64, count=n)
+        times += np.fromiter((float(f) if f else 0.0 for _, f in stamps), np.float64, count=n)
+        self.last = float(times[-1])
+        nos = np.arange(self.line_no + 1, self.line_no + n + 1, dtype=np.int64)
+        self.line_no += n
+        return inner, times, nos
+
+    def finish(self) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The piece of a line the file ended in the middle of, if any."""
+        if not self.pending:
+            return self._block([], [], [])
+        no, t = self.pending_at
+        text, self.pending = b"".join(self.pending), []
+        out: list[bytes] = []
+        times: list[float] = []
+        nos: list[int] = []
+        _emit(out, times, nos, text, t, no)
+        return self._block(out, times, nos)
+
+    @staticmethod
+    def _block(out: list[bytes], times: list[float], nos: list[int]
+               ) -> tuple[bytes, np.ndarray, np.ndarray]:
+        if not out:
+            return b"", np.zeros(0), np.zeros(0, np.int64)
+        return (b"\n".join(out) + b"\n", np.asarray(times, dtype=np.float64),
+                np.asarray(nos, dtype=np.int64))
+
+
+def unwrap_lines(lines: list[str]) -> list[str]:
+    """A file's lines, one for one, each as the program printed it (a piece of a longer
+    line stays a piece): for tools that address lines by number, as a benchmark's truth
+    does."""
+    kind = sniff("\n".join(lines[: SNIFF_LINES * 4]).encode("utf-8", "surrogateescape"))
+    if kind is None:
+        return lines
+    unwrapper = Unwrapper(kind)
+    out = []
+    for line in lines:
+        rec = unwrapper._record(line.encode("utf-8", "surrogateescape"))
+        out.append(line if rec is None else rec[0].decode("utf-8", "replace").split("\n")[0])
+    return out
+
+
+def unwrap_head(head: bytes) -> bytes:
+    """``head`` (whole lines of a file's start) as the program printed it."""
+    kind = sniff(head)
+    if kind is None:
+        return head
+    return Unwrapper(kind).feed(head)[0]
+
+
+#: how much of a file's head ``sniff_file`` reads
+SNIFF_BYTES = 1 << 16
+#: a wrapped file's longest physical line kept whole: runtimes split a program's line into
+#: pieces of 16 KiB, and Docker's escapes can make a piece's record several times longer;
+#: the program's lines are cut to l4.ingest.MAX_LINE once unwrapped, as a bare file's are
+WRAPPED_MAX_LINE = 1 << 17
+
+
+def sniff_file(path: Path) -> str | None:
+    """``sniff`` on the head of the file at ``path`` (gzip or not); None if unreadable."""
+    try:
+        with raw_stream(path) as fh:
+            head = fh.read(SNIFF_BYTES)
+    except (OSError, EOFError, zlib.error):
+        return None
+    return sniff(head.replace(b"\r\n", b"\n"))
+
+
+def read_unwrapped(path: Path, stats: ReadStats
+                   ) -> Iterator[tuple[bytes, np.ndarray | None, np.ndarray | None]]:
+    """``(block, stamps, line numbers)`` for each block of the file at ``path``
+    (``l4.ingest.read_blocks``): as they are, with None and None, unless the file is
+    wrapped (``sniff_file``); then the program's lines, each line's write time and the
+    1-based number of the file line it starts on."""
+    kind = sniff_file(path)
+    if kind is None:
+        for block in read_blocks(path, stats):
+            yield block, None, None
+        return
+    unwrapper = Unwrapper(kind)
+    for block in read_blocks(path, stats, max_line=WRAPPED_MAX_LINE, unglue=False):
+        inner, stamps, nos = unwrapper.feed(block)
+        if inner:
+            yield cut_long_lines(inner, stats), stamps, nos
+    inner, stamps, nos = unwrapper.finish()
+    if inner:
+        yield cut_long_lines(inner, stats), stamps, nos
