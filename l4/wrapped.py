@@ -13,7 +13,11 @@ The runtime's log file, and what most collectors ship from it, wraps every line:
       {"log":"[rank3]: Traceback (most recent call last):\\n","stream":"stderr","time":"..."}
 
   a ``log`` that does not end in a newline is a piece the next record continues;
-- **kubectl logs --timestamps**: the line after its RFC 3339 write time and a space.
+- **kubectl logs --timestamps**: the line after its RFC 3339 write time and a space;
+- **a collector's JSON** (Fluent Bit, an Elasticsearch or Loki export, ``journalctl -o
+  json``): one object per line, the line under ``log``/``message``/``MESSAGE``/``msg``
+  and its time under ``time``/``@timestamp``/``__REALTIME_TIMESTAMP``/...; a structured
+  logger's own fields (the step, the loss) are kept after the message as ``key=value``.
 
 Read as they are, the wrapper is the first thing on every line: a traceback's "  File"
 line no longer starts with a space, a rank's "[rank3]:" tag is no longer where a launcher
@@ -42,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from l4.ingest import ReadStats, cut_long_lines, raw_stream, read_blocks, split_bar_glue
+from l4.timeparse import YEARLESS_MAX, parse_ts
 
 #: how many non-blank lines at a file's head decide whether it is wrapped
 SNIFF_LINES = 20
@@ -57,7 +62,64 @@ _DOCKER = re.compile(rb'^\{\s*"log"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _DOCKER_TIME = re.compile(rb'"time"\s*:\s*"(' + _RFC3339 + rb')"')
 _DOCKER_HEAD = re.compile(rb'^\{\s*"log"\s*:\s*"')
 
-FORMATS = ("cri", "docker", "stamped")
+FORMATS = ("cri", "docker", "json", "stamped")
+
+#: a JSON record's text, by the names collectors give it (Fluent Bit and Docker "log",
+#: Elasticsearch/Loki/Vector exports "message", journald's "MESSAGE", zap/logrus "msg")
+JSON_TEXT = ("log", "message", "MESSAGE", "msg", "line")
+#: ... and its time (journald: microseconds since the epoch, as a string)
+JSON_TIME = ("time", "@timestamp", "timestamp", "ts", "__REALTIME_TIMESTAMP", "date")
+
+
+def _json_record(line: bytes) -> dict | None:
+    """The JSON object on ``line`` that holds a text field (``JSON_TEXT``), or None."""
+    if not line.lstrip().startswith(b"{"):
+        return None
+    try:
+        obj = json.loads(line)
+    except (ValueError, UnicodeError, RecursionError):
+        return None
+    if isinstance(obj, dict) and any(isinstance(obj.get(k), str) for k in JSON_TEXT):
+        return obj
+    return None
+
+
+#: a record's fields that say where it was collected, not what the program said
+JSON_META = frozenset({"stream", "kubernetes", "docker", "container", "container_name",
+                       "container_id", "pod", "pod_name", "namespace", "host", "hostname",
+                       "source", "tag", "agent", "ecs", "input", "fields", "labels", "log",
+                       "file", "offset", "cursor", "PRIORITY", "SYSLOG_FACILITY",
+                       "SYSLOG_IDENTIFIER", "SYSLOG_PID", "SYSLOG_TIMESTAMP"})
+
+
+def _fields(obj: dict, text_key: str) -> str:
+    """The program's own fields beside its message, as ``key=value``: a structured logger
+    (zap, structlog) keeps the step and the loss there.  Collectors' metadata (nested
+    objects, ``_``/``@`` fields, ``JSON_META``) and the time are left out."""
+    out = []
+    for k, v in obj.items():
+        if (k == text_key or k in JSON_TIME or k in JSON_META or k.startswith(("_", "@"))
+                or isinstance(v, bool) or not isinstance(v, str | int | float)):
+            continue
+        out.append(f"{k}={v}")
+    return " ".join(out)
+
+
+def _json_time(value: object) -> float:
+    """Epoch seconds of a collector's time field: an RFC 3339 (or other printed) time, or a
+    number since the epoch in s, ms, us or ns (by its size)."""
+    if isinstance(value, str):
+        if value.isdigit():
+            value = int(value)
+        else:
+            t = parse_ts(value)
+            return t if t == t and t > YEARLESS_MAX else math.nan
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        return math.nan
+    v = float(value)
+    while v > 1e11:  # ms, us, ns: an epoch in seconds stays below 1e11 until the year 5138
+        v /= 1000.0
+    return v
 
 
 def _is(kind: str, line: bytes) -> bool:
@@ -65,6 +127,8 @@ def _is(kind: str, line: bytes) -> bool:
         return _CRI.match(line) is not None
     if kind == "docker":
         return _DOCKER_HEAD.match(line) is not None
+    if kind == "json":
+        return _json_record(line) is not None
     return _STAMPED.match(line) is not None
 
 
@@ -197,6 +261,17 @@ class Unwrapper:
             t = stamp_seconds(tm, 1) if tm else math.nan
             whole = text.endswith(b"\n")
             return (text[:-1] if whole else text), t, whole
+        if self.kind == "json":
+            obj = _json_record(line)
+            if obj is None:
+                return None
+            key = next(k for k in JSON_TEXT if isinstance(obj.get(k), str))
+            t = next((_json_time(obj[k]) for k in JSON_TIME if k in obj), math.nan)
+            text = obj[key].removesuffix("\n")
+            extra = _fields(obj, key)
+            if extra:
+                text = f"{text} {extra}"
+            return text.encode("utf-8", "surrogateescape"), t, True
         m = _STAMPED.match(line)
         if m is None:
             return None
@@ -251,7 +326,9 @@ class Unwrapper:
         n = block.count(b"\n") + (not block.endswith(b"\n"))
         if n == 0:
             return None
-        rx = _WHOLE[self.kind]
+        rx = _WHOLE.get(self.kind)
+        if rx is None:
+            return None
         found = rx.findall(block)
         if len(found) != n:
             return None

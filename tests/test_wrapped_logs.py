@@ -34,6 +34,15 @@ T0 = 1_764_000_000_000_000_000  # ns
 
 
 def _wrap(kind: str, lines: list[bytes], times_ns: list[int]) -> bytes:
+    if kind == "elastic":  # an Elasticsearch/Loki export: time first, metadata, "message"
+        return b"".join(json.dumps({"@timestamp": rfc3339nano(t), "kubernetes": {"pod": "w-1"},
+                                    "message": ln.decode("utf-8", "surrogateescape")},
+                                   ensure_ascii=k % 2 == 0).encode("utf-8", "surrogateescape") + b"\n"
+                        for k, (ln, t) in enumerate(zip(lines, times_ns, strict=True)))
+    if kind == "journald":  # journalctl -o json: microseconds since the epoch
+        return b"".join(json.dumps({"__REALTIME_TIMESTAMP": str(t // 1000), "_HOSTNAME": "n1",
+                                    "MESSAGE": ln.decode("utf-8", "surrogateescape")}).encode() + b"\n"
+                        for ln, t in zip(lines, times_ns, strict=True))
     if kind == "kubectl":
         return b"".join(rfc3339nano(t).encode() + b" " + ln + b"\n"
                         for ln, t in zip(lines, times_ns, strict=True))
@@ -60,7 +69,7 @@ TRACE = [b"[rank3]: Traceback (most recent call last):",
          b"RuntimeError: CUDA error: an illegal memory access was encountered <&>"]
 
 
-@pytest.mark.parametrize("kind", ["cri", "docker", "kubectl"])
+@pytest.mark.parametrize("kind", ["cri", "docker", "kubectl", "elastic", "journald"])
 def test_each_runtime_format_is_recognised_and_unwrapped_with_its_times(tmp_path, kind):
     p = tmp_path / "n.log"
     times = [T0 + k * 1_500_000_000 for k in range(len(TRACE))]
@@ -120,7 +129,8 @@ _TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(_TEXT, min_size=3, max_size=40), st.sampled_from(["cri", "docker", "kubectl"]),
+@given(st.lists(_TEXT, min_size=3, max_size=40),
+       st.sampled_from(["cri", "docker", "kubectl", "elastic", "journald"]),
        st.integers(min_value=1, max_value=4096))
 def test_any_lines_come_back_as_written_whatever_the_block_size(tmp_path_factory, lines, kind, block):
     # a line of only spaces is blank to the sniffer; keep three that are not
@@ -128,7 +138,7 @@ def test_any_lines_come_back_as_written_whatever_the_block_size(tmp_path_factory
     times = [T0 + k * 1_000_001 for k in range(len(lines))]
     data = _wrap(kind, lines, times)
     kind_seen = sniff(data)
-    assert kind_seen == ("stamped" if kind == "kubectl" else kind)
+    assert kind_seen == {"kubectl": "stamped", "elastic": "json", "journald": "json"}.get(kind, kind)
     u = Unwrapper(kind_seen)
     out, stamps = b"", []
     view = data
@@ -143,7 +153,8 @@ def test_any_lines_come_back_as_written_whatever_the_block_size(tmp_path_factory
     out += inner
     stamps += st_.tolist()
     assert out.split(b"\n")[:-1] == lines
-    assert stamps == pytest.approx([t / 1e9 for t in times], abs=1e-6)
+    tol = 1e-3 if kind == "journald" else 1e-6  # journald keeps microseconds
+    assert stamps == pytest.approx([t / 1e9 for t in times], abs=tol)
 
 
 # --- end to end: a real torchrun job stored by a container runtime -------------------------
@@ -180,7 +191,7 @@ def _summary(report: dict) -> tuple:
             sorted(e["template"] for e in report["events"][:5]))
 
 
-@pytest.mark.parametrize("kind", ["cri", "docker"])
+@pytest.mark.parametrize("kind", ["cri", "docker", "elastic"])
 def test_a_real_run_reads_the_same_wrapped_as_bare(tmp_path, kind):
     # a sigkill'd rank (real torchrun, gloo): every launcher line carries its own time, so
     # the rewrapped copy's times are the ones printed
@@ -192,7 +203,7 @@ def test_a_real_run_reads_the_same_wrapped_as_bare(tmp_path, kind):
     wcase = tmp_path / kind / name
     _rewrap(case, wcase, kind)
     first = next((wcase / "failed" / "logs").glob("*.log")).read_bytes()[:200]
-    assert first.startswith(b'{"log":') if kind == "docker" else first[:4].isdigit()
+    assert first.startswith(b"{") if kind != "cri" else first[:4].isdigit()
     wrapped = diagnose(wcase / "failed", baselines=[wcase / b for b in truth["baselines"]],
                        store_path=False)
     assert _summary(wrapped) == _summary(bare)
@@ -239,3 +250,18 @@ def test_pod_log_directories_name_their_nodes(tmp_path):
     (tmp_path / "job" / "logs" / "7.log").write_text("a node named by its index\n")
     nodes = sorted(f.node for f in discover(tmp_path / "job").files)
     assert nodes == ["7", "llama-ft-worker-0", "llama-ft-worker-1", "llama-ft-worker-2"]
+
+
+def test_a_structured_loggers_fields_are_kept_and_a_collectors_metadata_is_not():
+    from l4.wrapped import Unwrapper
+    rows = [{"level": "info", "ts": 1744970400.25, "msg": "train step", "step": 120, "loss": 2.31},
+            {"@timestamp": "2025-04-18T10:00:01Z", "message": "[rank3]: RuntimeError: boom",
+             "stream": "stderr", "kubernetes": {"pod_name": "w-3"}, "_p": "F", "host": "n3"}]
+    data = b"".join(json.dumps(r).encode() + b"\n" for r in rows)
+    assert sniff(data) == "json"
+    inner, stamps, _ = Unwrapper("json").feed(data)
+    assert inner.split(b"\n")[:-1] == [b"train step level=info step=120 loss=2.31",
+                                        b"[rank3]: RuntimeError: boom"]
+    assert stamps.tolist() == pytest.approx([1744970400.25, 1744970401.0])
+    # a training script's own JSON metrics (no message) are its lines, not a wrapper
+    assert sniff(b'{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.9}\n{"step": 3, "loss": 1.8}\n') is None
