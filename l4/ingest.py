@@ -106,6 +106,26 @@ def node_id_for(path: Path) -> str:
     return name
 
 
+def _directory_names(paths: list[Path], base: Path) -> dict[Path, str]:
+    """Node ids from directories, for files whose names do not tell nodes apart.
+
+    Collected per node, every node's log has the same name (``node3/train.log``,
+    ``node7/train.log``): the directory under ``logs/`` is the node.  Used only where it
+    names each such file apart (one file per directory); otherwise the file names stand."""
+    groups: dict[str, list[Path]] = {}
+    for p in paths:
+        groups.setdefault(node_id_for(p), []).append(p)
+    out: dict[Path, str] = {}
+    for same in groups.values():
+        if len(same) < 2:
+            continue
+        tops = [p.relative_to(base).parts[0] if len(p.relative_to(base).parts) > 1 else None
+                for p in same]
+        if None not in tops and len(set(tops)) == len(tops):
+            out.update(zip(same, tops, strict=True))
+    return out
+
+
 def has_log_name(path: Path) -> bool:
     """A name l4 reads as a node file (``*.log``, ``*.out``, ... optionally ``.gz``)."""
     name = path.name[:-3] if path.name.endswith(".gz") else path.name
@@ -202,6 +222,7 @@ def discover(job_dir: str | Path) -> JobSpec:
         entries = sorted(base.rglob("*"))
     except OSError as exc:
         raise JobError(f"cannot list {base}: {exc.strerror or exc}") from exc
+    readable = []
     for path in entries:
         if not has_log_name(path):
             continue
@@ -211,7 +232,10 @@ def discover(job_dir: str | Path) -> JobSpec:
             unreadable.append({"file": rel, "status": "unreadable", "error": reason})
             warnings.append(f"{rel}: not read ({reason})")
             continue
-        node = str(mapping.get(rel) or node_id_for(path))
+        readable.append((path, rel))
+    by_dir = _directory_names([p for p, _ in readable], base)
+    for path, rel in readable:
+        node = str(mapping.get(rel) or by_dir.get(path) or node_id_for(path))
         if node in seen:
             # Two files for one node (e.g. .out and .err): keep both, distinct ids.
             warnings.append(f"{rel}: node id {node!r} already used by {seen[node]}; named {node}@{rel}")

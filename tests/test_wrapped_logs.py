@@ -240,18 +240,6 @@ def test_a_real_run_stored_by_a_container_runtime_is_diagnosed(tmp_path, name):
     assert report["charts"]["timeline"]["clock"] == "wall"  # the runtime's times were read
 
 
-def test_pod_log_directories_name_their_nodes(tmp_path):
-    # /var/log/pods/<namespace>_<pod>_<uid>/<container>/0.log, copied as the job's logs
-    from l4.ingest import discover
-    for k in range(3):
-        d = tmp_path / "job" / "logs" / f"train_llama-ft-worker-{k}_0d1c2b3a-1111-2222-3333-44445555666{k}" / "trainer"
-        d.mkdir(parents=True)
-        (d / "0.log").write_bytes(records("cri", b"step 1\n", "stdout", T0))
-    (tmp_path / "job" / "logs" / "7.log").write_text("a node named by its index\n")
-    nodes = sorted(f.node for f in discover(tmp_path / "job").files)
-    assert nodes == ["7", "llama-ft-worker-0", "llama-ft-worker-1", "llama-ft-worker-2"]
-
-
 def test_a_structured_loggers_fields_are_kept_and_a_collectors_metadata_is_not():
     from l4.wrapped import Unwrapper
     rows = [{"level": "info", "ts": 1744970400.25, "msg": "train step", "step": 120, "loss": 2.31},
@@ -265,3 +253,4 @@ def test_a_structured_loggers_fields_are_kept_and_a_collectors_metadata_is_not()
     assert stamps.tolist() == pytest.approx([1744970400.25, 1744970401.0])
     # a training script's own JSON metrics (no message) are its lines, not a wrapper
     assert sniff(b'{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.9}\n{"step": 3, "loss": 1.8}\n') is None
+
