@@ -65,6 +65,8 @@ class NodeFile:
     origin: str = ""
     #: read every line but those tagged with these nodes (``l4.gather``: they are theirs)
     routed: tuple[str, ...] = ()
+    #: read only the records of a collector's export that name this node (``l4.wrapped``)
+    record_node: str = ""
 
 
 @dataclass
@@ -250,7 +252,10 @@ def discover(job_dir: str | Path) -> JobSpec:
             + extra
         )
     from l4.gather import split_gathered  # reads file heads: a gatherer is split by origin
+    from l4.wrapped import split_exports  # ... and a collector's export of several nodes
 
+    files, notes = split_exports(files)
+    warnings.extend(notes)
     files, notes = split_gathered(files)
     warnings.extend(notes)
     return JobSpec(
@@ -313,6 +318,8 @@ class ReadStats:
     truncated: bool = False
     error: str | None = None
     long_lines: int = 0
+    #: what an unwrapper (``l4.wrapped``) noticed about the file, for the report's warnings
+    notes: list[str] = field(default_factory=list)
 
 
 class _GzipReader:

@@ -702,6 +702,7 @@ class _Scanner:
             )
         if self.binary_lines:
             scan.warnings.append(f"{self.nf.rel}: {self.binary_lines} lines of binary data skipped")
+        scan.warnings.extend(f"{self.nf.rel}: {note}" for note in stats.notes)
         if stats.long_lines:
             scan.warnings.append(
                 f"{self.nf.rel}: {stats.long_lines} lines longer than 4096 bytes were cut"
@@ -957,7 +958,8 @@ def scan_node_file(nf: NodeFile) -> NodeScan:
     scanner = _Scanner(nf)
     stats = ReadStats()
     if not (nf.origin or nf.routed):
-        for block, stamps, line_nos in read_unwrapped(Path(nf.path), stats):
+        for block, stamps, line_nos in read_unwrapped(Path(nf.path), stats,
+                                                      select=nf.record_node or None):
             scanner.feed(block, line_nos, None, None, stamps)
         return scanner.result(stats, size, mtime)
     # one node's share of a file that gathers several nodes' output (l4.gather)

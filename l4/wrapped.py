@@ -105,6 +105,23 @@ def _fields(obj: dict, text_key: str) -> str:
     return " ".join(out)
 
 
+#: the node a collector's record came from, by the names collectors give it (dotted: nested)
+JSON_NODE = ("kubernetes.pod_name", "kubernetes.pod.name", "kubernetes.host", "labels.pod",
+             "pod", "pod_name", "host.name", "host", "hostname", "_HOSTNAME", "node",
+             "nodename")
+
+
+def record_node(obj: dict) -> str | None:
+    """The node ``obj`` (a collector's record) names, or None."""
+    for key in JSON_NODE:
+        v: object = obj
+        for part in key.split("."):
+            v = v.get(part) if isinstance(v, dict) else None
+        if isinstance(v, str) and v:
+            return v
+    return None
+
+
 def _json_time(value: object) -> float:
     """Epoch seconds of a collector's time field: an RFC 3339 (or other printed) time, or a
     number since the epoch in s, ms, us or ns (by its size)."""
@@ -231,14 +248,32 @@ class Unwrapper:
     line it starts on.  Pieces of one long line (CRI ``P``, a Docker ``log`` without its
     newline) are joined and numbered by their first piece."""
 
-    def __init__(self, kind: str):
+    def __init__(self, kind: str, select: str | None = None):
         if kind not in FORMATS:
             raise ValueError(f"unknown log wrapper {kind!r}")
+        if select is not None and kind != "json":
+            raise ValueError("only a collector's JSON export holds several nodes' records")
         self.kind = kind
+        #: read only the records that name this node (a collector's export of several)
+        self.select = select
+        self._needle = json.dumps(select).encode() if select else b""
+        #: consecutive records whose time went back (an export written newest first)
+        self.back = 0
+        self.forth = 0
         self.line_no = 0
         self.last = math.nan
         self.pending: list[bytes] = []
         self.pending_at = (0, math.nan)
+
+    @staticmethod
+    def _json_text_time(obj: dict) -> tuple[bytes, float, bool]:
+        key = next(k for k in JSON_TEXT if isinstance(obj.get(k), str))
+        t = next((_json_time(obj[k]) for k in JSON_TIME if k in obj), math.nan)
+        text = obj[key].removesuffix("\n")
+        extra = _fields(obj, key)
+        if extra:
+            text = f"{text} {extra}"
+        return text.encode("utf-8", "surrogateescape"), t, True
 
     def _record(self, line: bytes) -> tuple[bytes, float, bool] | None:
         """(text, time, whole) of a wrapped line; None when it carries no wrapper."""
@@ -263,21 +298,15 @@ class Unwrapper:
             return (text[:-1] if whole else text), t, whole
         if self.kind == "json":
             obj = _json_record(line)
-            if obj is None:
-                return None
-            key = next(k for k in JSON_TEXT if isinstance(obj.get(k), str))
-            t = next((_json_time(obj[k]) for k in JSON_TIME if k in obj), math.nan)
-            text = obj[key].removesuffix("\n")
-            extra = _fields(obj, key)
-            if extra:
-                text = f"{text} {extra}"
-            return text.encode("utf-8", "surrogateescape"), t, True
+            return None if obj is None else self._json_text_time(obj)
         m = _STAMPED.match(line)
         if m is None:
             return None
         return m.group(9), stamp_seconds(m, 1), True
 
     def feed(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray]:
+        if self.select is not None:
+            return self._feed_selected(block)
         if not self.pending:
             fast = self._whole_block(block)
             if fast is not None:
@@ -317,6 +346,34 @@ class Unwrapper:
             else:
                 self.pending = [text]
                 self.pending_at = (self.line_no, t)
+        return self._block(out, times, nos)
+
+    def _feed_selected(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """``feed`` for one node of an export: only its records (a line that does not hold
+        the node's name is skipped without being parsed)."""
+        lines = block.split(b"\n")
+        if lines and lines[-1] == b"":
+            lines.pop()
+        out: list[bytes] = []
+        times: list[float] = []
+        nos: list[int] = []
+        base, needle = self.line_no, self._needle
+        for k, line in enumerate(lines):
+            if needle not in line:
+                continue
+            obj = _json_record(line)
+            if obj is None or record_node(obj) != self.select:
+                continue
+            text, t, _ = self._json_text_time(obj)
+            if t == t and self.last == self.last:
+                if t < self.last:
+                    self.back += 1
+                elif t > self.last:
+                    self.forth += 1
+            if t == t:
+                self.last = t
+            _emit(out, times, nos, text, self.last, base + k + 1)
+        self.line_no = base + len(lines)
         return self._block(out, times, nos)
 
     def _whole_block(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray] | None:
@@ -419,18 +476,19 @@ def sniff_file(path: Path) -> str | None:
     return sniff(head.replace(b"\r\n", b"\n"))
 
 
-def read_unwrapped(path: Path, stats: ReadStats
+def read_unwrapped(path: Path, stats: ReadStats, select: str | None = None
                    ) -> Iterator[tuple[bytes, np.ndarray | None, np.ndarray | None]]:
     """``(block, stamps, line numbers)`` for each block of the file at ``path``
     (``l4.ingest.read_blocks``): as they are, with None and None, unless the file is
     wrapped (``sniff_file``); then the program's lines, each line's write time and the
-    1-based number of the file line it starts on."""
+    1-based number of the file line it starts on.  ``select``: only the records of that
+    node (a collector's export of several, ``split_exports``)."""
     kind = sniff_file(path)
     if kind is None:
         for block in read_blocks(path, stats):
             yield block, None, None
         return
-    unwrapper = Unwrapper(kind)
+    unwrapper = Unwrapper(kind, select if kind == "json" else None)
     for block in read_blocks(path, stats, max_line=WRAPPED_MAX_LINE, unglue=False):
         inner, stamps, nos = unwrapper.feed(block)
         if inner:
@@ -438,3 +496,64 @@ def read_unwrapped(path: Path, stats: ReadStats
     inner, stamps, nos = unwrapper.finish()
     if inner:
         yield cut_long_lines(inner, stats), stamps, nos
+    if unwrapper.back > max(2, unwrapper.forth):
+        stats.notes.append(
+            "its records run newest first (times go back); l4 reads a log oldest first, so "
+            "the order of events is reversed: export it oldest first (e.g. logcli --forward)")
+
+
+#: how much of an export's head and tail ``export_nodes`` reads for the nodes it holds
+EXPORT_HEAD = 4 << 20
+EXPORT_TAIL = 1 << 20
+
+
+def export_nodes(path: Path) -> list[str]:
+    """The nodes a collector's JSON export holds records of, when it holds two or more
+    (read from its head and its tail); else []."""
+    if path.name.endswith(".gz") or sniff_file(path) != "json":
+        return []
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(EXPORT_HEAD)
+            size = fh.seek(0, 2)
+            tail = b""
+            if size > EXPORT_HEAD:
+                fh.seek(max(EXPORT_HEAD, size - EXPORT_TAIL))
+                tail = fh.read(EXPORT_TAIL)
+    except OSError:
+        return []
+    lines = head.split(b"\n")
+    if len(head) == EXPORT_HEAD:
+        lines.pop()  # cut by the read
+    if tail:
+        lines += tail.split(b"\n")[1:]  # the first is the end of a line cut by the seek
+    nodes = set()
+    for line in lines:
+        if line.strip():
+            obj = _json_record(line)
+            node = record_node(obj) if obj is not None else None
+            if node:
+                nodes.add(node)
+    return sorted(nodes) if len(nodes) >= 2 else []
+
+
+def split_exports(files: list) -> tuple[list, list[str]]:
+    """``files`` (``l4.ingest.NodeFile``) with each collector's export of several nodes
+    split into one entry per node (``record_node``), and a warning per export."""
+    from dataclasses import replace
+
+    taken = {f.node for f in files}
+    out, notes = [], []
+    for nf in files:
+        nodes = export_nodes(Path(nf.path))
+        if not nodes:
+            out.append(nf)
+            continue
+        taken.discard(nf.node)
+        for node in nodes:
+            name = node if node not in taken else f"{node}@{nf.rel}"
+            taken.add(name)
+            out.append(replace(nf, node=name, record_node=node))
+        notes.append(f"{nf.rel}: a collector's export of {len(nodes)} nodes' records; "
+                     f"each node's are read as its own")
+    return out, notes

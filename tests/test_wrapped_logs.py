@@ -254,3 +254,58 @@ def test_a_structured_loggers_fields_are_kept_and_a_collectors_metadata_is_not()
     # a training script's own JSON metrics (no message) are its lines, not a wrapper
     assert sniff(b'{"step": 1, "loss": 2.0}\n{"step": 2, "loss": 1.9}\n{"step": 3, "loss": 1.8}\n') is None
 
+
+
+# --- a collector's export of the whole job: one file, every node's records -------------------
+
+def _export(job: Path, style: str, newest_first: bool = False) -> None:
+    """``job``'s node files as one export of a log store, records in time order (write
+    time: as in ``_rewrap``), the node in the field that store puts it in."""
+    recs = []
+    for f in sorted((job / "logs").glob("*.log")):
+        last = None
+        for k, ln in enumerate(f.read_bytes().decode("utf-8", "replace").split("\n")[:-1]):
+            t = parse_ts(ln)
+            last = t if t == t and t > 1e9 else last
+            recs.append(((last or 1.764e9) + k * 1e-6, f.stem, ln))
+        f.unlink()
+    recs.sort(key=lambda r: r[0], reverse=newest_first)
+    rows = []
+    for t, node, ln in recs:
+        stamp = rfc3339nano(int(t * 1e9))
+        if style == "elastic":
+            rows.append({"@timestamp": stamp, "message": ln, "stream": "stdout",
+                         "kubernetes": {"pod_name": node, "namespace_name": "train"}})
+        else:  # logcli --output=jsonl
+            rows.append({"labels": {"pod": node, "namespace": "train"}, "line": ln, "timestamp": stamp})
+    (job / "logs" / "export.log").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+@pytest.mark.parametrize("style", ["elastic", "loki"])
+def test_an_export_of_every_nodes_records_reads_as_the_node_files(tmp_path, style):
+    import shutil
+
+    case, truth = unpack("case-0", tmp_path / "bare")
+    bases = truth["baselines"]
+    bare = diagnose(case / "failed", baselines=[case / b for b in bases], store_path=False)
+    moved = tmp_path / style / "case-0"
+    shutil.copytree(case, moved)
+    for job in [moved / "failed", *(moved / b for b in bases)]:
+        _export(job, style)
+    got = diagnose(moved / "failed", baselines=[moved / b for b in bases], store_path=False)
+    assert sorted(n["node"] for n in got["nodes"]) == sorted(n["node"] for n in bare["nodes"])
+    assert _summary(got) == _summary(bare)
+    assert got["nodes"][0]["node"] == truth["faulty_nodes"][0]
+    assert any("export of 3 nodes" in w for w in got["warnings"])
+    # every event points at a line of the export that holds that node's record
+    for e in got["events"][:5]:
+        ex = e["examples"][0]
+        raw = (moved / "failed" / ex["file"]).read_text().split("\n")[ex["line"] - 1]
+        assert ex["text"][:100] in json.loads(raw).get("message", json.loads(raw).get("line"))
+
+
+def test_an_export_written_newest_first_is_said_to_be(tmp_path):
+    case, truth = unpack("case-0", tmp_path)
+    _export(case / "failed", "elastic", newest_first=True)
+    report = diagnose(case / "failed", store_path=False)
+    assert any("newest first" in w for w in report["warnings"])
