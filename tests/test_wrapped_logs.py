@@ -309,3 +309,38 @@ def test_an_export_written_newest_first_is_said_to_be(tmp_path):
     _export(case / "failed", "elastic", newest_first=True)
     report = diagnose(case / "failed", store_path=False)
     assert any("newest first" in w for w in report["warnings"])
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(_TEXT, min_size=1, max_size=30), st.sampled_from(["cri", "docker"]),
+       st.integers(min_value=1, max_value=9), st.integers(min_value=1, max_value=300))
+def test_pieces_of_lines_join_whatever_the_block_boundaries(lines, kind, piece, block):
+    import runtime
+
+    if kind == "docker":  # a piece cut inside a UTF-8 character is not valid JSON text
+        lines = [ln.decode().encode("ascii", "replace") for ln in lines]
+    saved, runtime.PIECE = runtime.PIECE, piece
+    try:
+        data = b"".join(runtime.records(kind, ln + b"\n", "stdout", T0 + k * 10**9)
+                        for k, ln in enumerate(lines))
+    finally:
+        runtime.PIECE = saved
+    u = Unwrapper(kind)
+    out, nos, stamps = b"", [], []
+    view = data
+    while view:
+        cut = view.rfind(b"\n", 0, block)
+        cut = view.find(b"\n") if cut < 0 else cut
+        inner, st_, no = u.feed(view[: cut + 1])
+        out, nos, stamps = out + inner, nos + no.tolist(), stamps + st_.tolist()
+        view = view[cut + 1:]
+    inner, st_, no = u.finish()
+    out, nos, stamps = out + inner, nos + no.tolist(), stamps + st_.tolist()
+    assert out.split(b"\n")[:-1] == lines
+    # each line numbered by the file line its first piece is on, timed by that piece
+    starts, at = [], 1
+    for ln in lines:
+        starts.append(at)
+        at += max(1, -(-len(ln) // piece))
+    assert nos == starts
+    assert stamps == pytest.approx([(T0 + k * 10**9) / 1e9 for k in range(len(lines))], abs=1e-6)
