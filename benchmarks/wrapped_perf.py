@@ -16,17 +16,16 @@ import argparse
 import random
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks" / "realruns"))
 
-from runtime import records  # noqa: E402
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from l4.engine import scan_files  # noqa: E402
-from l4.ingest import discover  # noqa: E402
+from gathered_perf import timed  # noqa: E402
+from runtime import records  # noqa: E402
 
 T0 = 1_749_000_000_000_000_000
 
@@ -59,13 +58,6 @@ def write_jobs(work: Path, n_nodes: int, mb: float) -> dict[str, Path]:
                 records(kind, ln + b"\n", "stderr" if b"Warning" in ln else "stdout", T0 + i * 10**7)
                 for i, ln in enumerate(lines)))
     return jobs
-
-
-def timed(job: Path, workers: int) -> float:
-    spec = discover(job)
-    t0 = time.perf_counter()
-    scan_files(spec.files, workers)
-    return time.perf_counter() - t0
 
 
 def main(argv: list[str] | None = None) -> int:

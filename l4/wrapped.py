@@ -227,6 +227,14 @@ def _json_text(raw: bytes) -> bytes:
         return _ESCAPE.sub(lambda m: _ESCAPES.get(m.group(1), m.group(1)), raw)
 
 
+def _lines_of(block: bytes) -> list[bytes]:
+    """A block's lines, without the empty one after its last newline."""
+    lines = block.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    return lines
+
+
 def _emit(out: list[bytes], times: list[float], nos: list[int], text: bytes, t: float,
           no: int) -> None:
     """One record's text as lines (a carriage return ends a line, as the reader treats it)."""
@@ -305,15 +313,14 @@ class Unwrapper:
         return m.group(9), stamp_seconds(m, 1), True
 
     def feed(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray]:
+        """The program's lines of one block of whole file lines (see the class)."""
         if self.select is not None:
             return self._feed_selected(block)
         if not self.pending:
             fast = self._whole_block(block)
             if fast is not None:
                 return fast
-        lines = block.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
+        lines = _lines_of(block)
         out: list[bytes] = []
         times: list[float] = []
         nos: list[int] = []
@@ -351,9 +358,7 @@ class Unwrapper:
     def _feed_selected(self, block: bytes) -> tuple[bytes, np.ndarray, np.ndarray]:
         """``feed`` for one node of an export: only its records (a line that does not hold
         the node's name is skipped without being parsed)."""
-        lines = block.split(b"\n")
-        if lines and lines[-1] == b"":
-            lines.pop()
+        lines = _lines_of(block)
         out: list[bytes] = []
         times: list[float] = []
         nos: list[int] = []
