@@ -30,27 +30,35 @@ def parse_file(path: str | Path, *, store_path: str | Path | None = None) -> Ite
         yield from _parse(path, store)
 
 
-def _lines(path: Path) -> Iterator[str]:
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(number of the file line it is on, line) of each line the program printed (a
+    wrapped file's lines are unwrapped: ``l4.wrapped``)."""
     stats = ReadStats()
-    for block, _, _ in read_unwrapped(path, stats):
+    n = 0
+    for block, _, nos in read_unwrapped(path, stats):
         text = block.decode("utf-8", errors="replace")
         if text.endswith("\n"):
             text = text[:-1]
-        yield from text.split("\n")
+        lines = text.split("\n")
+        if nos is None:
+            yield from enumerate(lines, n + 1)
+            n += len(lines)
+        else:
+            yield from zip(nos.tolist(), lines, strict=True)
     if stats.error:
         print(f"warning: {path}: {stats.error}", file=sys.stderr)
 
 
 def _parse(path: Path, store: TemplateStore) -> Iterator[dict]:
     cluster_of: dict[str, int] = {}
-    for line in _lines(path):
+    for _, line in _lines(path):
         if not line.strip() or is_continuation(line):
             continue
         masked = mask_line(line)
         if masked not in cluster_of:
             cluster_of[masked] = store.add(masked)
     last: int | None = None
-    for n, line in enumerate(_lines(path), 1):
+    for n, line in _lines(path):
         if not line.strip():
             yield {"line": n, "template_id": None, "template": ""}
             continue

@@ -344,3 +344,15 @@ def test_pieces_of_lines_join_whatever_the_block_boundaries(lines, kind, piece, 
         at += max(1, -(-len(ln) // piece))
     assert nos == starts
     assert stamps == pytest.approx([(T0 + k * 10**9) / 1e9 for k in range(len(lines))], abs=1e-6)
+
+
+def test_l4_parse_reads_a_wrapped_file_as_printed_with_its_line_numbers(tmp_path):
+    from l4.parse import parse_file
+
+    p = tmp_path / "n.log"
+    p.write_bytes(records("cri", b"step 1 done\n", "stdout", T0)
+                  + records("cri", b"x" * 20_000 + b"\n", "stdout", T0)  # two records
+                  + records("cri", b"step 2 done\n", "stdout", T0))
+    rows = list(parse_file(p, store_path=None))
+    assert [r["line"] for r in rows] == [1, 2, 4]
+    assert rows[0]["template_id"] == rows[2]["template_id"] and "stdout" not in rows[0]["template"]
