@@ -356,3 +356,23 @@ def test_l4_parse_reads_a_wrapped_file_as_printed_with_its_line_numbers(tmp_path
     rows = list(parse_file(p, store_path=None))
     assert [r["line"] for r in rows] == [1, 2, 4]
     assert rows[0]["template_id"] == rows[2]["template_id"] and "stdout" not in rows[0]["template"]
+
+
+def test_the_papers_baselines_read_a_wrapped_job_as_the_bare_one(tmp_path):
+    # what an SRE's grep for errors sees in a log viewer: the lines as printed, per node
+    import shutil
+
+    from l4 import baselines as B
+
+    case, _ = unpack("case-0", tmp_path / "bare")
+    cri, export = tmp_path / "cri", tmp_path / "export"
+    _rewrap(case / "failed", cri, "cri")
+    shutil.copytree(case / "failed", export)
+    _export(export, "elastic")
+    for job in (cri, export):
+        assert B.error_count_ranking(job) == B.error_count_ranking(case / "failed")
+        # (Error_time dates lines by their write time here, by the last printed time there)
+        assert sorted(B.error_time_ranking(job)) == sorted(B.error_time_ranking(case / "failed"))
+        got = [(e["template"], e["count"], e["nodes"]) for e in B.error_level_events(job)]
+        assert got == [(e["template"], e["count"], e["nodes"])
+                       for e in B.error_level_events(case / "failed")]
