@@ -27,8 +27,10 @@ time, one clock for every line of the node, is kept beside each line (``stamps``
 untimed traceback or counter line gets the time it was written.
 
 A file is read as wrapped when its first non-blank lines are (``sniff``).  A bare RFC 3339
-time must lead every one of them: a framework that starts its own lines with a timestamp
-still prints a traceback's lines bare, and its file is left as it is.  Lines that do not carry the wrapper (a progress bar's
+time must lead every one of them, with kubectl's nanoseconds: a framework that starts its
+own lines with a timestamp prints milli- or microseconds, and a traceback's lines bare, and
+its file is left as it is (read as wrapped on one node and not on another, the same line
+would be two events).  Lines that do not carry the wrapper (a progress bar's
 carriage-return updates split off a record) are passed on unchanged with the time of the
 record before them.
 """
@@ -54,6 +56,9 @@ SNIFF_LINES = 20
 SNIFF_MIN = 3
 #: the share of them a runtime's own format (CRI, Docker) must wrap
 SNIFF_SHARE = 0.8
+#: fraction digits of a time kubectl wrote (RFC 3339 with nanoseconds, trailing zeros
+#: trimmed: 7 or more but for one line in a thousand)
+NANO_DIGITS = 7
 
 _RFC3339 = rb"(\d{4})-(\d\d)-(\d\d)T(\d\d):(\d\d):(\d\d)(?:\.(\d{1,9}))?(?:Z|[+-]\d\d:\d\d)"
 _CRI = re.compile(rb"^(" + _RFC3339 + rb") (?:stdout|stderr) ([FP]) ?(.*)$", re.S)
@@ -157,8 +162,12 @@ def sniff(head: bytes) -> str | None:
     for kind in FORMATS:
         hits = sum(_is(kind, ln) for ln in lines)
         if kind == "stamped":
-            # a bare timestamp must lead every line, tracebacks included, and of a few
-            if hits == len(lines) >= SNIFF_MIN:
+            # a bare timestamp must lead every line, tracebacks included, and of a few; and
+            # be kubectl's (nanoseconds, trailing zeros trimmed): a framework's own logger
+            # that leads with an ISO time prints milli- or microseconds
+            if hits == len(lines) >= SNIFF_MIN and sum(
+                    len(_STAMPED.match(ln).group(8) or b"") >= NANO_DIGITS for ln in lines
+            ) >= SNIFF_SHARE * len(lines):
                 return kind
         elif hits and hits >= SNIFF_SHARE * len(lines):
             # a runtime's own format is unmistakable even on one line, and admits a stray

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks" / "realruns"))
 from runtime import records, rfc3339nano  # noqa: E402
 
-T0 = 1_764_000_000_000_000_000  # ns
+T0 = 1_764_000_000_123_456_789  # ns (kubectl prints nanoseconds)
 
 
 def _wrap(kind: str, lines: list[bytes], times_ns: list[int]) -> bytes:
@@ -86,6 +86,9 @@ def test_a_framework_that_stamps_its_own_lines_is_left_as_it_printed_them(tmp_pa
             + b"Traceback (most recent call last):\n  File \"a.py\", line 1\n"
             + b"2025-04-18T10:00:05.123Z INFO step 2\n" * 5)
     assert sniff(text) is None
+    # ... and where all its first lines lead with one, it prints milli- or microseconds
+    assert sniff(b"2025-04-18T10:00:00.123456Z INFO step 1\n" * 30) is None
+    assert sniff(b"2025-04-18T10:00:00.123456789Z INFO step 1\n" * 30) == "stamped"
     p = tmp_path / "n.log"
     p.write_bytes(text)
     lines, stamps, _ = _read(p)
