@@ -711,10 +711,13 @@ class _Scanner:
 
 
 def _to_float(v: bytes) -> float:
+    """A number field's value; nan for what is no finite number (a hex id's "7e494"
+    reads as 7 x 10^494: infinity)."""
     try:
-        return float(v)
+        x = float(v)
     except ValueError:
-        return float("nan")
+        return math.nan
+    return x if math.isfinite(x) else math.nan
 
 
 def _context(raw_lines: _Lines, bl: int, sids: np.ndarray) -> list[str]:
