@@ -156,26 +156,26 @@ def error_time_ranking(job_dir: str | Path) -> list[str]:
 
     Nodes without any error-level line come last, in listing order.
     """
-    keyed = []
+    best: dict[str, tuple] = {}  # a node of several files: its earliest first error
     for order, node, _rel, errors in _scan(job_dir, timed=True):
         first = next(errors, None)  # the file is read only up to its first error line
         if first is None:
-            keyed.append(((2, math.inf, math.inf, order), node))
+            key = (2, math.inf, math.inf, order)
         elif first[1] is None:
-            keyed.append(((1, math.inf, first[0], order), node))
+            key = (1, math.inf, first[0], order)
         else:
-            keyed.append(((0, first[1], first[0], order), node))
-    keyed.sort(key=lambda kv: kv[0])
-    return [node for _k, node in keyed]
+            key = (0, first[1], first[0], order)
+        best[node] = min(best.get(node, key), key)
+    return sorted(best, key=lambda node: best[node])
 
 
 def error_count_ranking(job_dir: str | Path) -> list[str]:
     """Nodes ordered by their number of error-level lines (most first; ties: listing order)."""
-    counts = []
+    counts: dict[str, list[int]] = {}  # node -> [-errors, listing order]
     for order, node, _rel, errors in _scan(job_dir):
-        counts.append((-sum(1 for _ in errors), order, node))
-    counts.sort()
-    return [node for _c, _o, node in counts]
+        c = counts.setdefault(node, [0, order])
+        c[0] -= sum(1 for _ in errors)
+    return sorted(counts, key=lambda node: counts[node])
 
 
 def _mask_fns():

@@ -112,8 +112,10 @@ def _directory_names(paths: list[Path], base: Path) -> dict[Path, str]:
     """Node ids from directories, for files whose names do not tell nodes apart.
 
     Collected per node, every node's log has the same name (``node3/train.log``,
-    ``node7/train.log``): the directory under ``logs/`` is the node.  Used only where it
-    names each such file apart (one file per directory); otherwise the file names stand."""
+    ``node7/train.log``): the directory under ``logs/`` is the node, and so is it for the
+    other files in it (``node3/dmesg.log``, per-rank ``node3/attempt_0/1/stderr.log``).
+    Used only where files of one name lie under two or more such directories; otherwise
+    the file names stand."""
     groups: dict[str, list[Path]] = {}
     for p in paths:
         groups.setdefault(node_id_for(p), []).append(p)
@@ -123,8 +125,16 @@ def _directory_names(paths: list[Path], base: Path) -> dict[Path, str]:
             continue
         tops = [p.relative_to(base).parts[0] if len(p.relative_to(base).parts) > 1 else None
                 for p in same]
-        if None not in tops and len(set(tops)) == len(tops):
+        # one such file per directory, or several (``host/attempt_0/<rank>/stdout.log``:
+        # a launcher's per-rank files, joined into their node) under two or more directories
+        if None not in tops and len(set(tops)) >= 2:
             out.update(zip(same, tops, strict=True))
+    # per-node directories: every file in one is that node's (its dmesg, its stderr)
+    named = set(out.values())
+    for p in paths:
+        parts = p.relative_to(base).parts
+        if p not in out and len(parts) > 1 and parts[0] in named:
+            out[p] = parts[0]
     return out
 
 
@@ -219,7 +229,7 @@ def discover(job_dir: str | Path) -> JobSpec:
     mapping = meta.get("nodes") or {}
     files: list[NodeFile] = []
     unreadable: list[dict] = []
-    seen: dict[str, str] = {}
+    seen: dict[str, list[str]] = {}
     try:
         entries = sorted(base.rglob("*"))
     except OSError as exc:
@@ -238,12 +248,15 @@ def discover(job_dir: str | Path) -> JobSpec:
     by_dir = _directory_names([p for p, _ in readable], base)
     for path, rel in readable:
         node = str(mapping.get(rel) or by_dir.get(path) or node_id_for(path))
-        if node in seen:
-            # Two files for one node (e.g. .out and .err): keep both, distinct ids.
-            warnings.append(f"{rel}: node id {node!r} already used by {seen[node]}; named {node}@{rel}")
-            node = f"{node}@{rel}"
-        seen[node] = rel
+        # several files of one node (``.out`` and ``.err``, a rotated ``.log.gz``,
+        # per-rank files): one node whose stream reads them all (l4.merge.join_parts)
+        seen.setdefault(node, []).append(rel)
         files.append(NodeFile(node=node, path=path, rel=rel))
+    several = {n: rels for n, rels in seen.items() if len(rels) > 1}
+    if several:
+        node, rels = next(iter(several.items()))
+        warnings.append(f"{len(several)} node(s) wrote several files, each read as one node's "
+                        f"stream (e.g. {node}: {', '.join(rels[:3])}{', ...' if len(rels) > 3 else ''})")
     if not files:
         extra = f"; {len(unreadable)} unreadable: " + "; ".join(
             f"{u['file']} ({u['error']})" for u in unreadable[:3]) if unreadable else ""

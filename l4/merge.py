@@ -8,7 +8,9 @@ arrays indexed ``[node, event]`` that the analysis stages read.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 import numpy as np
 
@@ -87,7 +89,7 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
     ``release`` drops each scan's per-line sequence once it has been remapped, so a job's
     memory holds one 4-byte event id per line, not two copies.
     """
-    scans = sorted(join_gathered(scans), key=lambda s: s.rel)
+    scans = sorted(join_gathered(join_parts(scans)), key=lambda s: s.rel)
     col_of: dict[int, int] = {}
     local_cols: list[np.ndarray] = []
     for scan in scans:
@@ -268,6 +270,41 @@ def _drops(num: np.ndarray) -> int:
     return int((np.diff(num[~np.isnan(num)]) < 0).sum())
 
 
+_STDERR = re.compile(r"(?:^|[^a-z])(?:std)?err(?:or)?s?(?:[^a-z]|$)", re.I)
+
+
+def _part_order(s: NodeScan) -> tuple[float, bool, str]:
+    """Where a file goes in its node's stream: the file holding the node's last words
+    last (a rotated ``.log.gz`` ends before the current file begins; a traceback ends a
+    run), by the time of its last record; untimed, a stderr file after its stdout."""
+    last = -math.inf if math.isnan(s.node_last_ts) else s.node_last_ts
+    return last, bool(_STDERR.search(Path(s.rel).name)), s.rel
+
+
+def join_parts(scans: list[NodeScan]) -> list[NodeScan]:
+    """One scan per node when a node wrote several files (``l4.ingest.discover`` gives
+    them one node id): read one after the other, the node's last words last."""
+    groups: dict[str, list[int]] = {}
+    for k, s in enumerate(scans):
+        if not s.gathered:
+            groups.setdefault(s.node, []).append(k)
+    if all(len(g) == 1 for g in groups.values()):
+        return scans
+    first = {g[0]: g for g in groups.values() if len(g) > 1}
+    dropped = {k for g in first.values() for k in g[1:]}
+    out = []
+    for k, s in enumerate(scans):
+        if k in dropped:
+            continue
+        if k in first:
+            parts = sorted((scans[j] for j in first[k]), key=_part_order)
+            s = parts[0]
+            for b in parts[1:]:
+                s = _join(s, b)
+        out.append(s)
+    return out
+
+
 def join_gathered(scans: list[NodeScan]) -> list[NodeScan]:
     """One scan per node: a node's own file followed by its share of a gatherer's file
     (``l4.gather``; the share is the scan marked ``gathered``)."""
@@ -347,7 +384,7 @@ def _join(a: NodeScan, b: NodeScan) -> NodeScan:
         n_records=a.n_records + b.n_records,
         status="ok" if "ok" in (a.status, b.status) else a.status,
         warnings=a.warnings + b.warnings,
-        node_first_ts=b.node_first_ts if nan_first else a.node_first_ts,
+        node_first_ts=b.node_first_ts if nan_first else float(np.nanmin([a.node_first_ts, b.node_first_ts])),
         node_last_ts=float(np.nanmax([a.node_last_ts, b.node_last_ts]))
         if not (math.isnan(a.node_last_ts) and math.isnan(b.node_last_ts)) else math.nan,
         last_text=b.last_text or a.last_text,

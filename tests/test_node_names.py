@@ -29,13 +29,21 @@ def test_per_node_directories_name_their_nodes_when_the_files_share_a_name(tmp_p
         d.mkdir(parents=True)
         (d / "train.log").write_text(f"rank {k} step 1\n")
     (tmp_path / "job" / "logs" / "gpu-a10" / "dmesg.log").write_text("kernel line\n")
+    files = discover(tmp_path / "job").files
+    # the node's other file in its directory is the node's too
+    assert sorted(f.node for f in files) == ["gpu-a10", "gpu-a10", "gpu-a11", "gpu-a12"]
+    # per-rank files under a node's directory are that node's
+    (tmp_path / "job" / "logs" / "gpu-a12" / "1").mkdir()
+    (tmp_path / "job" / "logs" / "gpu-a12" / "1" / "train.log").write_text("again\n")
     nodes = sorted(f.node for f in discover(tmp_path / "job").files)
-    assert nodes == ["dmesg", "gpu-a10", "gpu-a11", "gpu-a12"]
-    # two files of one name in one directory: the directory cannot name both
-    (tmp_path / "job" / "logs" / "gpu-a12" / "x").mkdir()
-    (tmp_path / "job" / "logs" / "gpu-a12" / "x" / "train.log").write_text("again\n")
-    nodes = sorted(f.node for f in discover(tmp_path / "job").files)
-    assert "gpu-a10" not in nodes and sum(n.startswith("train") for n in nodes) == 4
+    assert nodes == ["gpu-a10", "gpu-a10", "gpu-a11", "gpu-a12", "gpu-a12"]
+    # one directory alone does not say it is a node's: the names stand
+    other = tmp_path / "other" / "logs" / "run1"
+    (other / "1").mkdir(parents=True)
+    (other / "train.log").write_text("a\n")
+    (other / "1" / "train.log").write_text("b\n")
+    (other / "eval.log").write_text("c\n")
+    assert sorted(f.node for f in discover(tmp_path / "other").files) == ["eval", "train", "train"]
 
 
 def test_a_real_run_laid_out_one_directory_per_node_reads_as_the_flat_one(tmp_path):

@@ -413,7 +413,8 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
             cmd.append("--faulthandler")
         if cfg.record:
             cmd.append("--record")
-        fh = open(logs / f"{host}.log", "wb")
+        # --runtime split: stdout and stderr in two files, as Slurm's --output/--error
+        fh = open(logs / f"{host}.{'out' if RUNTIME['kind'] == 'split' else 'log'}", "wb")
         files.append(fh)
         # each node gets its own host name (a UTS namespace), so torchrun's error summary and
         # gloo see "gpu-a17", not this machine's name; the shell prints nothing
@@ -428,8 +429,12 @@ def run_job(job_dir: Path, cfg: Config, hosts: list[str], *, job_id: str, seed: 
                    'mount --bind "$L4RR_HOSTS_FILE" /etc/hosts && hostname "$L4RR_HOST" && exec "$@"', "sh", *cmd]
         elif cfg.rdzv == "c10d":
             raise RuntimeError("c10d jobs need per-node host names: run as root with util-linux unshare")
-        if RUNTIME["kind"] == "none":
-            procs.append(subprocess.Popen(cmd, stdout=fh, stderr=subprocess.STDOUT, env=env,
+        if RUNTIME["kind"] in ("none", "split"):
+            err = subprocess.STDOUT
+            if RUNTIME["kind"] == "split":
+                err = open(logs / f"{host}.err", "wb")
+                files.append(err)
+            procs.append(subprocess.Popen(cmd, stdout=fh, stderr=err, env=env,
                                           cwd=str(node_dir), start_new_session=True))
         else:
             # two pipes, as a container runtime reads a container's streams
@@ -631,7 +636,8 @@ def check_case(case: Path) -> list[str]:
     at = truth["injection"]["at_iter"]
     if at is not None and truth["style"]["who"] != "global0":
         rx = ITER_RX[truth["style"]["iter_format"]]
-        text = (case / "failed" / "logs" / f"{truth['faulty_nodes'][0]}.log").read_text(errors="replace")
+        text = "".join(p.read_text(errors="replace") for p in sorted((case / "failed" / "logs").glob(
+            f"{truth['faulty_nodes'][0]}.*")))
         its = _bar_steps(rx, text)
         last = max(its, default=0)
         if kind == "straggler":
@@ -660,7 +666,8 @@ def main(argv: list[str] | None = None) -> int:
                          "words, rpn, ...) on every case; development runs only")
     ap.add_argument("--runtime", choices=RUNTIMES, default="none",
                     help="store each launcher's output as a container runtime does (CRI or "
-                         "Docker json-file: every line wrapped with its write time)")
+                         "Docker json-file: every line wrapped with its write time), or "
+                         "'split': stdout and stderr in <host>.out and <host>.err")
     args = ap.parse_args(argv)
     RUNTIME["kind"] = args.runtime
     base = SETS[args.set]
@@ -690,7 +697,7 @@ def main(argv: list[str] | None = None) -> int:
             if tp.exists():
                 t = json.loads(tp.read_text())
                 inj = t["injection"]
-                hosts = sorted(p.stem for p in (tp.parent / "failed" / "logs").glob("*.log"))
+                hosts = sorted({p.stem for p in (tp.parent / "failed" / "logs").iterdir()})
                 t.update(extract_truth(tp.parent / "failed", kind=inj["kind"], culprit=t["faulty_nodes"][0],
                                        hosts=hosts, at_iter=inj["at_iter"], local_rank=inj["local_rank"]))
                 tp.write_text(json.dumps(t, indent=1) + "\n")

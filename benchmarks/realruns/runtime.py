@@ -19,7 +19,7 @@ from typing import BinaryIO
 
 #: the longest piece of a line a runtime writes as one record (containerd's and Docker's)
 PIECE = 16 * 1024
-KINDS = ("none", "cri", "docker")
+KINDS = ("none", "cri", "docker", "split")  # split: two plain files (make_runs.py)
 
 
 def rfc3339nano(ns: int) -> str:

@@ -191,11 +191,13 @@ def extract_truth(job_dir: Path, *, kind: str, culprit: str, hosts: list[str], a
     """``indicators`` and ``symptoms`` of a failed real run, in :mod:`l4.sim.simulate`'s format."""
     indicators, symptoms = [], []
     for host in hosts:
-        rel = f"logs/{host}.log"
-        path = job_dir / rel
-        if not path.exists():
-            continue
-        for no, role, k in classify_file(_read_lines(path), culprit=host == culprit, kind=kind,
-                                         local_rank=local_rank):
-            (indicators if role == "indicators" else symptoms).append({"file": rel, "line": no, "kind": k})
+        for suffix in ("log", "out", "err"):  # .out and .err: stdout and stderr apart
+            rel = f"logs/{host}.{suffix}"
+            path = job_dir / rel
+            if not path.exists():
+                continue
+            for no, role, k in classify_file(_read_lines(path), culprit=host == culprit, kind=kind,
+                                             local_rank=local_rank):
+                (indicators if role == "indicators" else symptoms).append(
+                    {"file": rel, "line": no, "kind": k})
     return {"indicators": indicators, "symptoms": symptoms}
