@@ -488,6 +488,32 @@ def unwrap_periodic(num: np.ndarray) -> np.ndarray:
     return out
 
 
+def grid_end(counter: Counter, at: float) -> int | None:
+    """The end of the logging interval that holds step ``at``, when ``at`` lies off the
+    grid the job printed its counts on (every 50 steps: 9000, 9050, ...) and was printed
+    all the same (a "loss is nan at step 9734" report, a count printed when the run
+    stopped); ``None`` when it is on the grid or the counts keep no grid.
+
+    Which one names "the iteration of the failure" is a convention: the step itself, or
+    the interval the job would have reported it in.  Both are listed."""
+    k = counter.step
+    if not k or k < 2 or k != int(k) or math.isnan(at):
+        return None
+    k = int(k)
+    nums = np.concatenate([t[1] for t in counter.tracks.values()]) if counter.tracks else np.zeros(0)
+    nums = nums[~np.isnan(nums)].astype(np.int64)
+    if nums.size < 3:
+        return None
+    offsets, n = np.unique(nums % k, return_counts=True)
+    if n.max() < 0.8 * nums.size:
+        return None
+    off = int(offsets[n.argmax()])
+    a = int(at)
+    if a % k == off:
+        return None
+    return a + (off - a) % k
+
+
 def counter_step(nums: np.ndarray) -> float | None:
     d = np.diff(nums[~np.isnan(nums)])
     d = d[d > 0]

@@ -37,6 +37,9 @@ _WHO_RE = re.compile(
     # SkyPilot's "(worker2, rank=2, pid=356686, ip=10.239.77.30) "
     r"|\([^()\n]{0,80}\bpid=\d+[^()\n]{0,60}\) "
     r"|\[pod/[^\]\s]+\] "
+    # a container or task id and a rank tag before a "||" column, Determined AI's trial
+    # logs: "78cd38d8 [rank=3] || ", "         || " (the master's own lines)
+    r"|[\w.\-]*\s*(?:\[\w+=\d+\]\s*)?\|\| "
     r")"
 )
 

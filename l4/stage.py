@@ -211,11 +211,14 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         return stage
     done = current - counter.step
     gaps = timeline.gaps if timeline is not None else None
-    if gaps is not None and gaps.ended(done) and (hinted is not None or stage != "training"):
+    if gaps is not None and gaps.ended(done) and (hinted not in (None, "training")
+                                                  or stage != "training"):
         # the job had completed every iteration its healthy runs ran, and its error names
         # a phase or it had left training: what failed now is the end of training, a final
         # save worded like every other save included.  A job that merely ran out of time
-        # after its last step (a straggler's time limit) failed where it slowed, not here
+        # after its last step (a straggler's time limit) failed where it slowed, not here;
+        # nor did one whose error names training (a NaN loss, a backward pass): healthy
+        # runs of one configuration may have run fewer steps than this one
         return "evaluation" if hinted == "evaluation" else "finalization"
     if hinted is None:
         # which phase had begun after the last completed iteration: by the numbers the

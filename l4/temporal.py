@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from l4.crossjob import CrossJobResult
-from l4.iterations import find_counter, iteration_at, suspicious_iterations
+from l4.iterations import find_counter, grid_end, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
 from l4.onset import onset
 from l4.phases import Timeline, first_step, paced_steps
@@ -182,6 +182,9 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             at = found[0] if found else current
             if k and at is not None:
                 scores.setdefault(int(math.ceil(at / k) * k), REPORT_SCORE)
+            end = grid_end(counter, at) if at is not None else None
+            if end is not None:  # a step printed off the job's own reporting grid
+                scores.setdefault(end, REPORT_SCORE)
             if not found and current is not None and counter.step >= SPREAD_MIN_STEP:
                 # nothing tells which step of the interval it was
                 for it, sc in zip(spread_steps(current, counter.step), SPREAD_SCORES, strict=True):

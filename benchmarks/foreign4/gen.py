@@ -16,8 +16,8 @@ import shutil
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from styles import STYLES  # noqa: E402
 import faults as FA  # noqa: E402
+from styles import STYLES  # noqa: E402
 
 STAGES = ("initialization", "data_loading", "model_loading", "training", "checkpointing", "evaluation", "finalization")
 RESERVED = 9000

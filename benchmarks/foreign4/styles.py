@@ -6,7 +6,7 @@ are synthetic; the message shapes follow the public sources cited in README.md.
 """
 import datetime as _dt
 
-UTC = _dt.timezone.utc
+UTC = _dt.UTC
 
 
 def dt_of(t):
