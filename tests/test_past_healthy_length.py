@@ -48,3 +48,22 @@ def test_a_nan_loss_past_the_healthy_runs_last_step_is_training(tmp_path):
                       store_path=False)
     assert report["stage"] == "training"
     assert 47 in [i["iteration"] for i in report["iterations"][:3]]
+
+
+def test_a_failed_final_save_names_the_last_iteration_it_saved(tmp_path):
+    """A final save runs after the loop: the report names the iteration it failed after
+    (step 30's weights), where it used to name none, or an early spike."""
+    for k in range(2):
+        _job(tmp_path / f"ok{k}", steps=30)
+    _job(tmp_path / "failed", steps=30)
+    for log in (tmp_path / "failed" / "logs").iterdir():
+        lines = log.read_text().splitlines()[:-1]  # no "saved final model"
+        lines += ["Traceback (most recent call last):",
+                  '  File "/app/train.py", line 305, in save_final',
+                  "    torch.save(state, path)",
+                  "OSError: [Errno 122] Disk quota exceeded: '/ckpt/final/model.pt'"]
+        log.write_text("\n".join(lines) + "\n")
+    report = diagnose(tmp_path / "failed", baselines=[tmp_path / "ok0", tmp_path / "ok1"],
+                      store_path=False)
+    assert report["stage"] == "finalization"
+    assert report["iterations"][0]["iteration"] == 30
