@@ -89,6 +89,8 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
     ``release`` drops each scan's per-line sequence once it has been remapped, so a job's
     memory holds one 4-byte event id per line, not two copies.
     """
+    # each file as read, before a node's files are joined: the report lists every file
+    own_files = {(s.rel, s.node): s for s in scans if not s.gathered}
     scans = sorted(join_gathered(join_parts(scans)), key=lambda s: s.rel)
     col_of: dict[int, int] = {}
     local_cols: list[np.ndarray] = []
@@ -192,13 +194,21 @@ def merge_scans(spec: JobSpec, scans: list[NodeScan], store: TemplateStore, *,
         parts=[list(s.parts) for s in scans],
         launcher=launcher,
         file_info=[
-            {"file": s.rel, "node": s.node, "lines": s.n_lines, "bytes": s.size,
-             "status": s.status, "error": s.error}
-            for s in scans
+            {"file": f.rel, "node": f.node, "lines": f.n_lines, "bytes": f.size,
+             "status": f.status, "error": f.error}
+            for s in scans for f in _own_files(s, own_files)
         ] + [{"file": u["file"], "node": None, "lines": 0, "bytes": 0,
               "status": "unreadable", "error": u["error"]}
              for u in getattr(spec, "unreadable", [])],
     )
+
+
+def _own_files(scan: NodeScan, own: dict[tuple[str, str], NodeScan]) -> list[NodeScan]:
+    """The files a node's stream read that are its own, each as scanned: one per file of a
+    node that wrote several (``join_parts``); else the node's scan itself (a share of a
+    gatherer's file is counted with the node's own file, as before)."""
+    files = [own[(rel, scan.node)] for rel, _, _ in scan.parts if (rel, scan.node) in own]
+    return files if len(files) > 1 else [scan]
 
 
 def _date_yearless(first_ts: np.ndarray, last_ts: np.ndarray, node_first: np.ndarray,

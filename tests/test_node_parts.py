@@ -70,6 +70,12 @@ def test_a_nodes_stdout_and_stderr_are_one_node(tmp_path):
     # each example points at its own file's line, .out or .err
     shown = [ex for e in split["events"][:8] for ex in e["examples"][:2]]
     assert any(ex["file"].endswith(".err") for ex in shown)
+    # the report lists every file it read, each with its own node and line count
+    listed = {f["file"]: f for f in split["files"]}
+    assert sorted(listed) == sorted(f.rel for f in spec.files)
+    for f in spec.files:
+        assert listed[f.rel]["node"] == f.node
+        assert listed[f.rel]["lines"] == len(_read(case / "failed" / f.rel))
     for ex in shown:  # (as printed: a kubectl --timestamps prefix is not the program's)
         lines = unwrap_lines(_read(case / "failed" / ex["file"]))
         assert lines[ex["line"] - 1][:300] == ex["text"][:300]
