@@ -60,6 +60,11 @@ class Counter:
     # several percent from step to step where a time of day or a printed duration does not
     coarse: set[int] = field(default_factory=set)
 
+    def last_counts(self, min_len: int = 1) -> dict[int, float]:
+        """Node -> the furthest count it printed, for nodes with ``min_len`` counts or more."""
+        return {i: float(np.nanmax(t[1])) for i, t in self.tracks.items()
+                if t[1].size >= min_len and not np.isnan(t[1]).all()}
+
     def clock(self, i: int) -> np.ndarray:
         """Per-line times of node ``i``'s counter lines for measuring step durations: the
         lines' clock, or the sum of the durations they print when they carry no clock."""
@@ -933,8 +938,7 @@ def stopped_counting_first(n_nodes: int, counter: Counter | None) -> np.ndarray:
     out = np.zeros(n_nodes)
     if counter is None:
         return out
-    last = {i: float(np.nanmax(t[1])) for i, t in counter.tracks.items()
-            if t[1].size >= 2 and not np.isnan(t[1]).all()}
+    last = counter.last_counts(min_len=2)
     if len(last) < 3:
         return out
     order = sorted(last, key=last.get)

@@ -11,8 +11,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-import numpy as np
-
 from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, grid_end, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
@@ -166,8 +164,7 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         if stage == "finalization":
             # after the loop: the last iteration the job completed is the one it failed
             # after (a final save of step 280's weights)
-            last = max((float(np.nanmax(t[1])) for t in counter.tracks.values()
-                        if t[1].size and not np.isnan(t[1]).all()), default=math.nan)
+            last = max(counter.last_counts().values(), default=math.nan)
             if not math.isnan(last):
                 scores[int(last)] = max(scores.get(int(last), 0.0), PHASE_DONE_SCORE)
         if stage in ("evaluation", "checkpointing") and current is not None:
