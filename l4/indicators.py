@@ -12,11 +12,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from l4.boxes import box_head, boxes, rule_columns
 from l4.crossjob import CrossJobResult
 from l4.merge import ParsedJob
 from l4.oddwords import odd_words
 from l4.phases import Timeline
-from l4.severity import is_boilerplate, is_field
+from l4.severity import is_boilerplate, is_field, speaks_for_itself
 from l4.spatial import NodeScore, odd_cells
 
 MAX_EVENTS = 25
@@ -93,11 +94,48 @@ def select_events(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore]
                 symptom=symptom,
             )
         )
+    out = fold_boxes(job, out)
     out.extend(_odd_on(job, top, {e.event_id for e in out}))
     if timeline is not None:
         out.extend(_odd_named(job, top, {e.event_id for e in out}, timeline))
     out.sort(key=lambda e: (-e.score, e.template))
     return out[:max_events]
+
+
+def fold_boxes(job: ParsedJob, events: list[Indicator]) -> list[Indicator]:
+    """Drop the events that are lines of a boxed report (``l4.boxes``) that another line
+    stands for: the report is one message, and its other lines become the context of the
+    event that stands for it (when that one is reported).  A line in the box that speaks
+    for itself (a quoted exception, a named cause) stays an event: torchrun's box carries
+    the dead rank's own exception, sometimes the only copy of it in the logs."""
+    rules = rule_columns(job.templates)
+    if not rules:
+        return events
+    col = {int(e): c for c, e in enumerate(job.event_ids)}
+    row = {n: i for i, n in enumerate(job.nodes)}
+    node_boxes: dict[int, list[tuple[int, int]]] = {}
+    by_col = {col[e.event_id]: e for e in events if e.event_id in col}
+    folded: dict[int, list[str]] = {}
+    keep = []
+    for e in events:
+        c = col.get(e.event_id)
+        if c is None or not e.examples or speaks_for_itself(e.template):
+            keep.append(e)
+            continue
+        i = row[e.examples[0]["node"]]
+        if i not in node_boxes:
+            node_boxes[i] = boxes(job.seqs[i], rules)
+        head = box_head(job.seqs[i], node_boxes[i], int(job.first_pos[i, c]), job.templates, rules)
+        if head is None or head == c:
+            keep.append(e)
+            continue
+        folded.setdefault(head, []).append(e.examples[0]["text"])
+    for head, texts in folded.items():
+        e = by_col.get(head)
+        if e is not None and e in keep and e.examples:
+            ctx = e.examples[0].setdefault("context", [])
+            ctx.extend(t for t in texts if t not in ctx)
+    return keep
 
 
 #: score of a measurement that singles out the culprit: above the symptoms every victim

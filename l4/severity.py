@@ -120,6 +120,13 @@ def is_field(template: str) -> bool:
     return bool(_FIELD.match(template)) and len(_WORD.findall(_PLACEHOLDER.sub(" ", template))) <= 3
 
 
+def speaks_for_itself(template: str) -> bool:
+    """An exception's own line ("RuntimeError: ... can't allocate memory") or a line that
+    names a cause: an event wherever it is printed, also quoted inside another program's
+    report (torchrun's failure box carries the dead rank's exception)."""
+    return bool(_EXCEPTION.match(template.strip())) or severity(template) >= 1.0
+
+
 @lru_cache(maxsize=65536)
 def is_boilerplate(template: str) -> bool:
     """True for lines that frame an error without saying what it is, lines that lay out
