@@ -23,6 +23,7 @@ Nothing here depends on a framework's wording beyond the profile's stage words.
 from __future__ import annotations
 
 import math
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -490,15 +491,46 @@ def first_step(tl: Timeline, job: ParsedJob) -> list[float]:
     first count of each counter healthy runs of its configuration printed, lowest first.
 
     Empty when the job printed what the healthy runs printed inside their loop (three
-    times or more on a node): it was past its first steps, and its count is in a wording
-    the healthy runs did not use, not missing."""
+    times or more on a node, not all at one moment): it was past its first steps, and its
+    count is in a wording the healthy runs did not use, not missing.  Several ranks that
+    share a node's log each print the loop's opening line ("Training starts at step
+    4751") at the same moment: that is one moment of the job, not three steps."""
     if not tl.first_counts:
         return []
     ids = np.asarray(job.event_ids)
     looped = np.array([tl.phase.get(int(cid)) == LOOP_PHASE for cid in ids], dtype=bool)
-    if looped.any() and (job.counts[:, looped] >= 3).any():
-        return []
+    if looped.any():
+        counts = job.counts[:, looped]
+        first, last = job.first_ts[:, looped], job.last_ts[:, looped]
+        one_moment = np.isfinite(first) & np.isfinite(last) & (last - first < 1.0)
+        if ((counts >= 3) & ~one_moment).any():
+            return []
     return sorted(set(tl.first_counts.values()))
+
+
+#: "Training starts at step 4751", "resuming from iteration 8000": a step a line names
+_NAMES_STEP = re.compile(r"\b(?:iter(?:ation)?|step)\b\s*[:=#]?\s*(\d+)\b", re.I)
+#: how many of a node's records before its failure may name the step it was starting
+START_REACH = 40
+
+
+def announced_start(job: ParsedJob, r: int, pos: int) -> int | None:
+    """The step node ``r`` said it was starting at, in its last records before record
+    ``pos`` (a failure before its first step report): "Training starts at step 4751".
+
+    A resumed run counts on from its checkpoint, so the first count healthy runs printed
+    (they began at step 1) does not date its first step; the line that announces where it
+    starts does.  The latest such line before the failure wins."""
+    best: tuple[int, int] | None = None
+    for c in range(job.n_events):
+        at = int(job.first_pos[r, c])
+        if at < 0 or at >= pos or at < pos - START_REACH:
+            continue
+        ex = job.examples[r].get(c)
+        m = _NAMES_STEP.search(ex[1]) if ex else None
+        if m and (best is None or at > best[0]):
+            best = (at, int(m.group(1)))
+    return best[1] if best else None
 
 
 def timeline_rows(tl: Timeline) -> list[dict]:

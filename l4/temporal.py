@@ -15,7 +15,7 @@ from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, grid_end, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
 from l4.onset import onset
-from l4.phases import Timeline, first_step, paced_steps
+from l4.phases import Timeline, announced_start, first_step, paced_steps
 from l4.profiles import choose_profile
 from l4.seqstep import steps_at_failure
 from l4.spatial import NodeScore
@@ -144,10 +144,22 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
             # died in training before printing a count: in the first step the healthy runs
             # of the configuration printed (a resumed run's first step is its checkpoint's)
             firsts = first_step(timeline, job)
-            result.iterations = [(int(v), FIRST_STEP_SCORE - 0.01 * k) for k, v in enumerate(firsts[:3])]
+            steps = [int(v) for v in firsts[:3]]
+            start = announced_start(job, r, point[0]) if firsts else None
+            if start is not None and start > max(firsts):
+                # a resumed run: the step it announced starting at, and where its healthy
+                # runs' reporting grid (they began at 1 and first reported at F) puts it
+                grid = int(min(firsts))
+                steps = [start]
+                if 1 < grid < start / 10 and start % grid:
+                    steps.append(int(math.ceil(start / grid) * grid))
+            elif start is not None and start not in steps:
+                steps.append(start)  # the step itself, inside the first reported interval
+            result.iterations = [(v, FIRST_STEP_SCORE - 0.01 * k) for k, v in enumerate(steps)]
             if firsts:
                 result.notes.append("died before its first step report: the first step healthy "
-                                    "runs of this configuration reported is listed")
+                                    "runs of this configuration reported (or the step it "
+                                    "announced starting at, past it) is listed")
         if not result.iterations and stage in LOOP and timeline is not None:
             paced = paced_steps(timeline, job)
             if paced is not None:

@@ -79,9 +79,18 @@ def test_a_job_that_printed_the_loop_was_past_its_first_step() -> None:
 
     from l4.phases import LOOP_PHASE, STARTUP, Timeline, first_step
 
+    def job(counts, first_ts=np.nan, last_ts=np.nan):
+        shape = np.asarray(counts).shape
+        return SimpleNamespace(event_ids=[7, 8], counts=np.array(counts),
+                               first_ts=np.full(shape, first_ts), last_ts=np.full(shape, last_ts))
+
     tl = Timeline(phase={7: STARTUP, 8: LOOP_PHASE}, first_counts={9: 920.0, 10: 1.0})
-    started = SimpleNamespace(event_ids=[7, 8], counts=np.array([[1, 2], [1, 0]]))
+    started = job([[1, 2], [1, 0]])
     assert first_step(tl, started) == [1.0, 920.0]
-    looped = SimpleNamespace(event_ids=[7, 8], counts=np.array([[1, 3], [1, 0]]))
+    looped = job([[1, 3], [1, 0]])
     assert first_step(tl, looped) == []
+    assert first_step(tl, job([[1, 3], [1, 0]], 100.0, 160.0)) == []
+    # four ranks sharing a node's log each print the loop's opening line at one moment:
+    # one moment of the job, not four steps
+    assert first_step(tl, job([[1, 4], [1, 0]], 100.0, 100.0)) == [1.0, 920.0]
     assert first_step(Timeline(phase={7: STARTUP}), started) == []
