@@ -21,7 +21,7 @@ import numpy as np
 from l4.crossjob import CrossJobResult
 from l4.gaps import gap_stage
 from l4.iterations import Counter, advanced
-from l4.mask import digit_runs, named_numbers, numbers_in
+from l4.mask import digit_runs, named_numbers, numbers_in, strip_prefix
 from l4.merge import ParsedJob
 from l4.onset import next_time, onset, time_near
 from l4.phases import Timeline
@@ -431,7 +431,10 @@ def _error_hint(job: ParsedJob, profile: Profile, r: int, cols: list[int],
         # innermost frame first: it says what the program was doing when it failed; the
         # outer ones only how it got there ("train_ds, valid_ds, test_ds =
         # build_train_valid_test_datasets(" names validation data while building datasets)
-        own = [job.templates[c]] + list(reversed(_own_frames(ctx)))
+        # the error's words as printed, too: masking hides the path it names
+        # ("NotFoundError: /mnt/datasets/c4/c4-train.tfrecord-00166-of-00512")
+        raw = [strip_prefix(ex[1])] if ex else []
+        own = [job.templates[c], *raw] + list(reversed(_own_frames(ctx)))
         hint = _first_hint(profile, own, ruled_out)
         if hint:
             return hint
