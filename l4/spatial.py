@@ -83,7 +83,16 @@ NAMED_FAILURE = tuple(re.compile(p) for p in (
     # Ray's GCS: "The node with node id: d44a... and address: 10.64.33.82 and node name:
     # 10.64.33.82 has been marked dead because the detector has missed too many heartbeats"
     r"\baddress: (?P<host>[\w.\-]+) and node name: [\w.\-]+ has been marked dead\b",
+    # Open MPI's (ORTE's, PRRTE's) head under "... has lost communication with a remote
+    # daemon": "Remote daemon: [[14709,0],3] on node cn0245"
+    r"\bRemote daemon\s*: \[\[\d+,\d+\],\d+\] on node (?P<host>[\w.\-]+)",
 ))
+#: the ranks a collective waits for, as the collective layer lists them: inline ("missing
+#: ranks: {3, 7}") or Horovod's stall inspector, one rank per line under a heading
+#: ("Missing ranks:" then "5: [allreduce.grad.h.51 ...]")
+_MISSING_INLINE = re.compile(r"\bmissing ranks?\s*[:=]?\s*[\[{(]\s*(?P<ranks>\d+(?:\s*,\s*\d+)*)\s*[\]})]", re.I)
+_MISSING_HEAD = re.compile(r"\bMissing ranks:\s*$")
+_MISSING_ITEM = re.compile(r"^\s*(?P<rank>\d+): \[")
 #: launchers' and libraries' words for the one process that exited or failed first, by
 #: its global rank: Open MPI's "The first process to do so was: Process name: [[24721,1],29]" and
 #: "mpirun noticed that process rank 29 with PID ... on node ...", torch's monitored
@@ -360,6 +369,48 @@ def named_failed(job: ParsedJob, cross: CrossJobResult,
             if j is not None:
                 out[j] = 1.0
     return out
+
+
+def waited_for(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: 1 when the collective layer lists one of its ranks among those the others
+    wait for (``_MISSING_INLINE``, or Horovod's "Missing ranks:" and the rank lines right
+    after it) and its lines carry that rank's prefix (``rank_hosts``).  A hung or silent
+    rank prints nothing; rank 0's stall report says whom everybody waits for.  Ranks on
+    more than half the nodes say nothing apart."""
+    out = np.zeros(job.n_nodes)
+    named: set[int] = set()
+    for _, text in unusual_texts(job, cross):
+        m = _MISSING_INLINE.search(text)
+        if m is not None:
+            named.update(int(x) for x in re.findall(r"\d+", m.group("ranks")))
+    heads = [c for c, t in enumerate(job.templates) if _MISSING_HEAD.search(t)]
+    for j in range(job.n_nodes) if heads else ():
+        seq = job.seqs[j]
+        at = np.nonzero(np.isin(seq, heads))[0]
+        for c in {int(seq[k + 1]) for k in at.tolist() if k + 1 < len(seq)}:
+            if not cross.anomalous[j, c]:
+                continue
+            for text in (job.examples[j].get(c, (0, ""))[1], job.last_examples[j].get(c, "")):
+                m = _MISSING_ITEM.match(_after_tag(text))
+                if m is not None:
+                    named.add(int(m.group("rank")))
+    if not named:
+        return out
+    ranks = rank_hosts(job)
+    for rank in named:
+        i = ranks.get(rank)
+        if i is not None:
+            out[i] = 1.0
+    if out.sum() > max(1, job.n_nodes // 2):
+        return np.zeros(job.n_nodes)
+    return out
+
+
+def _after_tag(text: str) -> str:
+    """A line without its launcher's rank tag ("[1,0]<stderr>:", "[rank0]:"); srun's bare
+    "N: " is left, as it reads like the rank lines it would strip."""
+    m = _RANK_PREFIX.match(text)
+    return text[m.end():] if m is not None and m.group(3) is None else text
 
 
 def exited_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
@@ -685,7 +736,7 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0,
     relay = relayed(job, ids) | reports_on_others(job, ids)
     if job.launcher is not None and job.launcher.shape == relay.shape:
         relay |= job.launcher  # a gathering launcher's reports on the job (l4.gather)
-    named = named_failed(job, cross, ids)
+    named = np.maximum(named_failed(job, cross, ids), waited_for(job, cross))
     peers = named_by_peers(job, cross, ids)  # a relayed line names the node it came from
     if relay.any():
         # the relayed lines are their origin's trouble: it inherits them (as much excess
