@@ -31,6 +31,7 @@ import numpy as np
 
 from l4 import gaps as gaps_
 from l4.crossjob import normal_rows
+from l4.declared import agreed_totals, learn_totals
 from l4.iterations import LIBRARY_LOG, Counter, find_counter
 from l4.mask import digit_runs
 from l4.merge import ParsedJob
@@ -70,6 +71,9 @@ class Timeline:
     schedules: list[Schedule] = field(default_factory=list)
     # what the healthy runs printed between iterations, and where they ended (``l4.gaps``)
     gaps: gaps_.Gaps | None = None
+    # start-up line -> which of its numbers is the run's planned last step, as every
+    # healthy run that printed it had it (``l4.declared``)
+    totals: dict[int, int] = field(default_factory=dict)
     jobs: int = 0
 
     def startup_ids(self) -> set[int]:
@@ -225,6 +229,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
     firsts: dict[int, list[float]] = defaultdict(list)
     words: dict[int, set[str]] = defaultdict(set)
     paced: dict[int, list[tuple[float, float, int]]] = defaultdict(list)
+    planned: list[dict[int, int]] = []
     for job in jobs:
         for cid, ws in job_words(job).items():
             words[cid] |= ws
@@ -251,6 +256,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
         _learn_closers(job, stages, set(counter.cols), ends, announcers)
         periodic.extend(s for s in schedules(job, profile) if s not in periodic)
         between.append(gaps_.learn_job(job, counter, profile))
+        planned.append(learn_totals(job, counter))
         for r in range(job.n_nodes):
             bounds = _loop_bounds(job, r, counter.tracks.get(r), training)
             if bounds is None:
@@ -274,7 +280,7 @@ def learn_timeline(jobs: list[ParsedJob]) -> Timeline | None:
         return Timeline(paces=paces, templates=pace_text) if paces else None
     tl = Timeline(jobs=used, counters=counted, schedules=periodic, gaps=gaps_.combine(between),
                   first_counts={cid: float(np.median(v)) for cid, v in firsts.items()},
-                  paces=paces,
+                  paces=paces, totals=agreed_totals(planned),
                   words={cid: frozenset(ws) for cid, ws in words.items()})
     nodes = sum(job.n_nodes for job in jobs)
     tl.templates.update(pace_text)
@@ -631,6 +637,7 @@ def merge_timelines(*parts: Timeline | None) -> Timeline | None:
         out.counters |= p.counters
         out.first_counts.update(p.first_counts)
         out.paces.update(p.paces)
+        out.totals.update(p.totals)
         for cid, ws in p.words.items():
             out.words[cid] = out.words.get(cid, frozenset()) | ws
         for a, ends in p.closers.items():

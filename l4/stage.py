@@ -19,6 +19,7 @@ from collections.abc import Collection
 import numpy as np
 
 from l4.crossjob import CrossJobResult
+from l4.declared import declared_end
 from l4.gaps import gap_stage
 from l4.iterations import Counter, advanced
 from l4.mask import digit_runs, named_numbers, numbers_in, strip_prefix
@@ -211,8 +212,8 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
         return stage
     done = current - counter.step
     gaps = timeline.gaps if timeline is not None else None
-    if gaps is not None and gaps.ended(done) and (hinted not in (None, "training")
-                                                  or stage != "training"):
+    if gaps is not None and _at_its_end(job, timeline, gaps, done) and (
+            hinted not in (None, "training") or stage != "training"):
         # the job had completed every iteration its healthy runs ran, and its error names
         # a phase or it had left training: what failed now is the end of training, a final
         # save worded like every other save included.  A job that merely ran out of time
@@ -236,6 +237,17 @@ def failure_stage(job: ParsedJob, cross: CrossJobResult, profile: Profile,
                                     timeline.schedules if timeline is not None else ())
         stage = after or stage
     return stage
+
+
+def _at_its_end(job: ParsedJob, timeline: Timeline, gaps, done: float) -> bool:
+    """Had the job completed every step it was to run?  By the length it declared at
+    start-up where healthy runs show which line declares it (``l4.declared``): healthy runs
+    are often shorter, and a job that went past their end with steps still to run saves
+    and validates as it did before.  Otherwise by where the healthy runs ended."""
+    planned = declared_end(job, timeline.totals)
+    if planned is not None and done == done:
+        return done >= planned
+    return gaps.ended(done)
 
 
 def _stage_from_words(job: ParsedJob, cross: CrossJobResult, profile: Profile,
