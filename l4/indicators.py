@@ -130,9 +130,10 @@ def fold_boxes(job: ParsedJob, events: list[Indicator]) -> list[Indicator]:
             keep.append(e)
             continue
         folded.setdefault(head, []).append(e.examples[0]["text"])
+    kept = {e.event_id for e in keep}
     for head, texts in folded.items():
         e = by_col.get(head)
-        if e is not None and e in keep and e.examples:
+        if e is not None and e.event_id in kept and e.examples:
             ctx = e.examples[0].setdefault("context", [])
             ctx.extend(t for t in texts if t not in ctx)
     return keep
