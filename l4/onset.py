@@ -60,9 +60,7 @@ def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | Non
     """
     present = job.counts[r] > 0
     normal = present & ~cross.anomalous[r]
-    last_normal = int(job.last_line[r, normal].max()) if normal.any() else 0
-    span = max(int(job.n_lines[r]), 1)
-    fresh = job.last_line[r] >= last_normal - max(8.0, 0.05 * span)
+    fresh = _fresh(job, cross, r)
     gap = max(8.0, 0.05 * max(len(job.seqs[r]), 1))
     for min_sev in (0.5, 1e-9, -1.0):
         anom = cross.anomalous[r] & (cross.severity >= min_sev) & fresh
@@ -77,6 +75,24 @@ def onset(job: ParsedJob, cross: CrossJobResult, r: int) -> tuple[int, int | Non
             line = _line_at(job, r, p, j)
             return int(p), line, time_near(job, r, line)
     return int(len(job.seqs[r])), None, float(job.node_last_ts[r])
+
+
+def _fresh(job: ParsedJob, cross: CrossJobResult, r: int) -> np.ndarray:
+    """Per event, whether node ``r`` last printed it near or after its last normal line:
+    an event the node then logged normally long after was worked past."""
+    normal = (job.counts[r] > 0) & ~cross.anomalous[r]
+    last_normal = int(job.last_line[r, normal].max()) if normal.any() else 0
+    span = max(int(job.n_lines[r]), 1)
+    return job.last_line[r] >= last_normal - max(8.0, 0.05 * span)
+
+
+def worked_past(job: ParsedJob, cross: CrossJobResult, r: int) -> list[int]:
+    """Event ids of node ``r``'s unusual events that it then worked past normally (a
+    start-up warning hours before the end): what it printed there is not where its
+    trouble began, however error-like it reads.  Who reads the failure's cause from the
+    report's lines (``l4.rootcause``) skips them."""
+    past = (job.counts[r] > 0) & cross.anomalous[r] & ~_fresh(job, cross, r)
+    return [int(job.event_ids[c]) for c in np.flatnonzero(past)]
 
 
 class _Worked:

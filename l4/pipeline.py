@@ -46,7 +46,9 @@ def attach_root_causes(report: dict, *, kb: Path | None = None) -> dict:
         report["root_causes_status"] = "knowledge base not installed"
         return report
     try:
-        match = match_events(report.get("events", []), kb=kb, top=top_node(report))
+        onset = report.get("onset")
+        match = match_events(report.get("events", []), kb=kb, top=top_node(report),
+                             onset=onset if isinstance(onset, dict) else None)
     except Exception as exc:
         report.setdefault("warnings", []).append(f"root-cause matching failed: {exc}")
         report["root_causes_status"] = f"matching failed: {exc}"

@@ -439,7 +439,7 @@ def _informative(text: str) -> bool:
 
 
 def units_from_events(events: Iterable[dict], *, max_events: int = 12,
-                      top: str | None = None) -> list[Unit]:
+                      top: str | None = None, onset: dict | None = None) -> list[Unit]:
     """Texts to match from report events (template plus up to two example lines each).
 
     The report's first ``max_events`` events, and the culprit's first trouble wherever the
@@ -453,11 +453,16 @@ def units_from_events(events: Iterable[dict], *, max_events: int = 12,
     the first event that is not an echo stands in.  The events are ordered by how
     unusual they are, not by whose they are: a launcher's "srun: error: <host>: tasks
     0-3: Aborted" on a victim's host can head them while the culprit the engine named
-    printed the cause (a missing module, an unreachable hub) below it."""
+    printed the cause (a missing module, an unreachable hub) below it.
+
+    ``onset`` is the report's failure point (``{"node", "file", "line", "worked_past"}``,
+    l4.onset): the engine already told the culprit's failure from what it printed and
+    then worked past (a start-up warning thousands of steps before the end), and such a
+    line is not where its trouble began, however error-like it reads."""
     events = [ev for ev in events if isinstance(ev, dict)]
     if top is None:
         top = _top_node(events[:max_events])
-    first = _first_trouble(events, top) if FIRST_TROUBLE else set()
+    first = _first_trouble(events, top, onset) if FIRST_TROUBLE else set()
     stated, wrappers = _stated_causes(events) if STATED_CAUSE else ({}, set())
     units: list[Unit] = []
     seen: set[str] = set()
@@ -532,7 +537,7 @@ def _stated_causes(events: list[dict]) -> tuple[dict[int, list[str]], set[int]]:
     return stated, wrappers - set(stated)
 
 
-def _first_trouble(events: list[dict], top: str | None) -> set[int]:
+def _first_trouble(events: list[dict], top: str | None, onset: dict | None = None) -> set[int]:
     """Indices of the events where the top node's trouble began: in each of its log files,
     the ``FIRST_EVENTS`` earliest lines (by position, which is time within one file) of
     events it printed whose text reads like trouble.  Lines before them on that node were
@@ -540,12 +545,17 @@ def _first_trouble(events: list[dict], top: str | None) -> set[int]:
     or echoes of its peers'.  (The first such line of a Python traceback can be a frame,
     "raise exception", with the statement of the fault a few lines later; taking the 2-4
     earliest lines to reach it scored worse on the development jobs than taking one.)
+    When the report's failure point (``onset``) is on the top node, the events it lists
+    as ``worked_past`` do not count: the node logged normally long after them.
     Empty when the report names no node or the events carry no positions."""
     if top is None:
         return set()
+    past: set[str] = set()
+    if isinstance(onset, dict) and str(onset.get("node")) == top:
+        past = {str(e) for e in onset.get("worked_past") or []}
     by_file: dict[str, dict[int, int]] = {}  # file -> event index -> its earliest line there
     for i, ev in enumerate(events):
-        if ev.get("symptom"):
+        if ev.get("symptom") or str(ev.get("event_id")) in past:
             continue
         text = str(ev.get("template") or "")
         if not (_ERRORISH.search(text) or extract_codes(text)):
@@ -571,14 +581,28 @@ def _top_node(events: list[dict]) -> str | None:
     return None
 
 
+#: A culprit's own launcher lines that only report that something failed ("srun: error:
+#: <host>: task 0: Exited with exit code 1", "Sending process 4002 closing signal
+#: SIGTERM", "ChildFailedError") read like its victims' echoes: they weigh as echoes.
+TEARDOWN_AS_ECHO = True
+_TEARDOWN = re.compile(
+    r"\bExited with exit code\b|\bclosing signal SIG[A-Z]+|\bfailed \(exitcode\b"
+    r"|ChildFailedError|\bkilling subprocess\b", re.I)
+
+
 def _role(ev: dict, top: str | None) -> str:
     """'symptom' for what the victims echo (the engine's flag), 'culprit' for an event the
-    top node logged itself, '' when the report does not say."""
+    top node logged itself, '' when the report does not say.  With ``TEARDOWN_AS_ECHO``
+    the top node's own teardown and exit notices (``_TEARDOWN``) are 'symptom' too: every failed job prints them, whatever failed."""
     if ev.get("symptom"):
         return "symptom"
     nodes = ev.get("nodes")
     if top is not None and isinstance(nodes, list) and nodes:
-        return "culprit" if top in [str(n) for n in nodes] else "symptom"
+        if top not in [str(n) for n in nodes]:
+            return "symptom"
+        if TEARDOWN_AS_ECHO and _TEARDOWN.search(str(ev.get("template") or "")):
+            return "symptom"
+        return "culprit"
     return ""
 
 
@@ -1066,10 +1090,13 @@ def match_root_causes(events: list[dict], *, kb: Path | str | None = None, top_k
 
 
 def match_events(events: list[dict], *, kb: Path | str | None = None, top_k: int = 3,
-                 threshold: float = THRESHOLD, top: str | None = None) -> Match:
+                 threshold: float = THRESHOLD, top: str | None = None,
+                 onset: dict | None = None) -> Match:
     """Root causes and categories for report events (what ``l4 diagnose`` attaches);
-    ``top``: the node the report ranks first, whose own lines are the culprit's."""
-    return _rank(units_from_events(events, top=top), kb, top_k, decay=True, threshold=threshold)
+    ``top``: the node the report ranks first, whose own lines are the culprit's;
+    ``onset``: the report's failure point (where the culprit's trouble began)."""
+    return _rank(units_from_events(events, top=top, onset=onset), kb, top_k, decay=True,
+                 threshold=threshold)
 
 
 def match_lines(lines: list[str], *, kb: Path | str | None = None, top_k: int = 3,

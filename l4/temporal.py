@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from l4.crossjob import CrossJobResult
 from l4.iterations import find_counter, grid_end, iteration_at, suspicious_iterations
 from l4.merge import ParsedJob
-from l4.onset import onset
+from l4.onset import onset, worked_past
 from l4.phases import Timeline, announced_start, first_step, paced_steps
 from l4.profiles import choose_profile
 from l4.seqstep import steps_at_failure
@@ -79,6 +79,8 @@ class TemporalResult:
     onset_line: int | None
     #: the file the onset line is in (a node's stream can read two: ``l4.gather``)
     onset_file: str | None = None
+    #: event ids the onset node printed and then worked past (``l4.onset.worked_past``)
+    worked_past: list[int] = field(default_factory=list)
     iterations: list[tuple[int, float]] = field(default_factory=list)
     marker_template: str | None = None
     step: float | None = None
@@ -137,7 +139,8 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
     current = iteration_at(job, counter, r, point, cross) if counter else None
     stage = failure_stage(job, cross, profile, stages, r, point, counter, current, timeline)
     where = job.locate(r, point[0], point[1]) if point[1] is not None else (None, None)
-    result = TemporalResult(stage, profile.name, job.nodes[r], where[1], where[0])
+    result = TemporalResult(stage, profile.name, job.nodes[r], where[1], where[0],
+                            worked_past=worked_past(job, cross, r))
     if counter is None:
         result.notes.append("no iteration counter found")
         if stage == "training" and timeline is not None:

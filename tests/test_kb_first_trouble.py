@@ -77,12 +77,14 @@ def test_the_culprits_first_line_decides_the_category(kb: Path, monkeypatch: pyt
     cats = rootcause.match_events(events, kb=kb).categories
     assert cats[0]["category"] == "hardware"
     assert cats[0]["confidence"] - cats[1]["confidence"] > 0.2
-    # the reactions alone single out no team: hardware is at best a coin toss with the
-    # runner-up, far less sure than with the culprit's first line
+    # the reactions alone single out no team: no category is even odds-on, and hardware
+    # is far less sure than with the culprit's first line.  (Before the culprit's own
+    # teardown lines weighed as echoes (``TEARDOWN_AS_ECHO``), the two leaders were within
+    # 0.1 of each other; now 0.44 against 0.29.)
     monkeypatch.setattr(rootcause, "FIRST_TROUBLE", False)
     alone = rootcause.match_events(events, kb=kb).categories
     hw = next(c["confidence"] for c in alone if c["category"] == "hardware")
-    assert alone[0]["confidence"] - alone[1]["confidence"] < 0.1
+    assert alone[0]["confidence"] < 0.5, alone
     assert hw < cats[0]["confidence"] - 0.15
 
 
