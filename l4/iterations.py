@@ -985,6 +985,13 @@ def iteration_at(job: ParsedJob, counter: Counter, r: int, point: tuple[int, int
     return named if named is not None else current
 
 
+def last_count_time(counter: Counter) -> float:
+    """When any node last printed a count (nan: no count carries a clock)."""
+    times = [tts[~np.isnan(tts)] for _, _, tts in counter.tracks.values()]
+    times = [t for t in times if t.size]
+    return float(max(t.max() for t in times)) if times else math.nan
+
+
 def _own_progress(counter: Counter, r: int, pos: int) -> float | None:
     if r not in counter.tracks:
         return None

@@ -495,6 +495,11 @@ def _first_hint(profile: Profile, texts: list[str],
             continue  # "train(args, model, train_loader, eval_loader)": both, so neither
         if hint:
             return hint
+        if "data_loading" in ruled_out and _TRAIN_DATA.search(text) and 'File "' not in text:
+            # once training ran, the program fetching from its training data
+            # ("batch = next(train_iter)") is the training loop, whatever it printed last
+            # (an evaluation's result)
+            return "training"
     return None
 
 

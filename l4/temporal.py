@@ -12,7 +12,13 @@ import math
 from dataclasses import dataclass, field
 
 from l4.crossjob import CrossJobResult
-from l4.iterations import find_counter, grid_end, iteration_at, suspicious_iterations
+from l4.iterations import (
+    find_counter,
+    grid_end,
+    iteration_at,
+    last_count_time,
+    suspicious_iterations,
+)
 from l4.merge import ParsedJob
 from l4.onset import onset, worked_past
 from l4.phases import Timeline, announced_start, first_step, paced_steps
@@ -136,6 +142,14 @@ def analyze(job: ParsedJob, cross: CrossJobResult, ranked: list[NodeScore],
         stages = timeline.relabel(job, stages, counter)
         work |= {c for c, st in enumerate(stages) if st in ("evaluation", "checkpointing")}
     point = onset(job, cross, r)
+    if counter is not None and (point[1] is None or point[0] >= len(job.seqs[r]) - 1):
+        # a node whose log just ends (silent, or cut mid-line) was alive while its peers
+        # still counted steps: collectives hold every rank in step, so the job's last
+        # count dates its end better than its own last line (a worker that prints
+        # nothing while training, whose last words were start-up warnings)
+        counted = last_count_time(counter)
+        if not math.isnan(point[2]) and counted > point[2]:
+            point = (point[0], point[1], counted)
     current = iteration_at(job, counter, r, point, cross) if counter else None
     stage = failure_stage(job, cross, profile, stages, r, point, counter, current, timeline)
     where = job.locate(r, point[0], point[1]) if point[1] is not None else (None, None)
