@@ -231,10 +231,6 @@ _VARIABLE = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _WS = re.compile(r"\s+")
-# "tensorflow.python.framework.errors_impl.NotFoundError" is "NotFoundError": the module a
-# class lives in is where the code is, not what went wrong, and its words ("framework",
-# "distributed") outweigh the message's in a sentence embedding
-_QUALIFIED = re.compile(r"\b(?:[a-z_][a-z0-9_]*\.)+([A-Z][A-Za-z0-9]*(?:Error|Exception|Warning|Interrupt))\b")
 _MULTI = re.compile(r"(?:<\*>[\s,:;/.\-]*){2,}")
 
 
@@ -251,7 +247,7 @@ def mask_text(text: str) -> str:
         kept.append(_WS.sub(" ", m.group(0)))
         return chr(0xE000) + chr(0xE100 + len(kept) - 1) + chr(0xE000)
 
-    s = _KEEP.sub(_stash, _QUALIFIED.sub(r"\1", text))
+    s = _KEEP.sub(_stash, text)
     s = _VARIABLE.sub("<*>", s)
     s = _MULTI.sub("<*> ", s)
     s = re.sub("\ue000(.)\ue000", lambda m: _norm_kept(kept[ord(m.group(1)) - 0xE100]), s)

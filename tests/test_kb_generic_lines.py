@@ -57,10 +57,5 @@ def test_the_launchers_summary_weighs_less_than_the_culprits_own_words(kb: Path)
     sims, _ = rootcause._similarities(units, kb)
     lib = {p.id: p.category for p in rootcause._library(kb)}
     spread = dict(zip((u.text for u in units), category_spread(sims, lib, len(units)), strict=True))
-    best = {u.text: max((rows[qi][0] for rows in sims.values() if qi in rows), default=0.0)
-            for qi, u in enumerate(units)}
-    # the launcher's line is quoted by several teams' patterns alike; "ChildFailedError:"
-    # without its module path is like no library line at all: neither can carry the vote
-    assert spread[lines[1]] > 0.3
-    assert spread[lines[0]] > 0.3 or best[lines[0]] < rootcause.GENERIC_FLOOR, (spread, best)
-    assert spread[lines[2]] == 0.0 and best[lines[2]] > 0.9
+    assert spread[lines[0]] > 0.3
+    assert spread[lines[2]] == 0.0
