@@ -78,14 +78,17 @@ def test_the_culprits_first_line_decides_the_category(kb: Path, monkeypatch: pyt
     assert cats[0]["category"] == "hardware"
     assert cats[0]["confidence"] - cats[1]["confidence"] > 0.2
     # the reactions alone single out no team: no category is even odds-on, and hardware
-    # is far less sure than with the culprit's first line.  (Before the culprit's own
-    # teardown lines weighed as echoes (``TEARDOWN_AS_ECHO``), the two leaders were within
-    # 0.1 of each other; now 0.44 against 0.29.)
+    # is far less sure than with the culprit's first line
     monkeypatch.setattr(rootcause, "FIRST_TROUBLE", False)
     alone = rootcause.match_events(events, kb=kb).categories
     hw = next(c["confidence"] for c in alone if c["category"] == "hardware")
     assert alone[0]["confidence"] < 0.5, alone
     assert hw < cats[0]["confidence"] - 0.15
+    # ... and with the culprit's own teardown lines read as its statement (as before
+    # ``TEARDOWN_AS_ECHO``), hardware is at best a coin toss with the runner-up
+    monkeypatch.setattr(rootcause, "TEARDOWN_AS_ECHO", False)
+    as_own = rootcause.match_events(events, kb=kb).categories
+    assert as_own[0]["confidence"] - as_own[1]["confidence"] < 0.1, as_own
 
 
 CANCELLED = "slurmstepd: error: *** STEP 4732372.0 ON cn-d214 CANCELLED AT 2025-03-17T18:18:56 ***"
