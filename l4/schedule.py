@@ -105,7 +105,8 @@ def scheduled_phase(job: ParsedJob, profile: Profile, last_done: float,
 
 def report_numbers(job: ParsedJob, profile: Profile, stage: str) -> set[int]:
     """The iterations the job's reports of ``stage`` named (the first and last report
-    per node and line): the first whole number from where the report's words begin."""
+    per node and line): the first whole number from where the report's words begin, or
+    the last before them when they are followed by measurements only."""
     out: set[int] = set()
     for rx, c in _report_columns(job, profile, stage):
         for i in np.nonzero(job.counts[:, c] > 0)[0].tolist():
@@ -116,9 +117,14 @@ def report_numbers(job: ParsedJob, profile: Profile, stage: str) -> set[int]:
                 m = rx.search(text)
                 if m is None:
                     continue
-                # the number the report's own words lead to, not its timestamp's
+                # the number the report's own words lead to, not its timestamp's; else
+                # the one nearest before them ("step 244: train loss 1.43, val loss 1.48":
+                # after the words only the losses)
                 n = next((int(x) for x in numbers_in(text[m.start():])
                           if x == int(x) and x > 0), None)
+                if n is None:
+                    n = next((int(x) for x in reversed(numbers_in(text[:m.start()]))
+                              if x == int(x) and x > 0), None)
                 if n is not None:
                     out.add(n)
     return out

@@ -188,16 +188,44 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     strength = np.log1p(cross.excess)
     strength = np.where(anom, 1.0 + 0.25 * strength, 0.0)
     contrib = strength * weight[None, :]
+    if ECHO_FIRST:
+        # a node whose trouble began with waiting on a peer (a collective's timeout) was a
+        # victim from its first line: what it printed next, short of a named cause (its
+        # abort, its launcher's failure summary, its scheduler's return codes), is how it
+        # went down, not why the job did
+        first = waited_first(job, cross)
+        after = first[:, None] & ~echo[None, :] & (cross.severity < 1.0)[None, :]
+        contrib = np.where(after, contrib * SYMPTOM_WEIGHT, contrib)
     # one named cause outweighs a pile of echoes: the k-th strongest event counts 0.35^k
     contrib = -np.sort(-contrib, axis=1)
     decay = 0.35 ** np.arange(contrib.shape[1])
     return contrib @ decay
 
 
+#: whether ``specific_trouble`` reads a node whose first trouble was an echo as a victim
+ECHO_FIRST = True
+
+
+def waited_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Per node: True when its first troubling line (severity 0.5 or more, unusual against
+    the healthy runs) echoes another's failure (``l4.severity.is_symptom``)."""
+    out = np.zeros(job.n_nodes, dtype=bool)
+    severe = cross.anomalous & (cross.severity >= 0.5)[None, :]
+    for i in range(job.n_nodes):
+        cols = np.nonzero(severe[i])[0]
+        if not cols.size:
+            continue
+        c = int(cols[np.argmin(job.first_pos[i, cols])])
+        out[i] = is_symptom(job.templates[c])
+    return out
+
+
 def missing_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     """Per node: troubling events most other nodes share but this node never logged, or
     logged fewer times than every other node did (half as much)."""
     n = job.n_nodes
+    if n == 2:
+        return _missing_beside_one(job, cross)
     if n < 3:
         return np.zeros(n)
     widespread = _widespread(cross)
@@ -206,6 +234,21 @@ def missing_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     counts = job.counts[:, widespread]
     absent = (counts == 0).astype(np.float64)
     return (absent + 0.5 * short_of_pack(counts)).mean(axis=1)
+
+
+def _missing_beside_one(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
+    """Two nodes: 1 for the node with no troubling line at all when the other's trouble
+    began by waiting on a peer (a collective's timeout).  With one other node to wait for,
+    the silent one is who it waited for (a node that lost power prints nothing more); a
+    rank that hung beside healthy ones on the same node leaves both nodes waiting, and
+    nothing is scored then."""
+    out = np.zeros(2)
+    severe = (cross.anomalous & (cross.severity >= 0.5)[None, :]).any(axis=1)
+    waited = waited_first(job, cross)
+    for i in (0, 1):
+        if not severe[i] and waited[1 - i]:
+            out[i] = 1.0
+    return out
 
 
 def _widespread(cross: CrossJobResult) -> np.ndarray:

@@ -153,8 +153,9 @@ def _node_stage(job: ParsedJob, stages: list[str | None], i: int, pos: int,
     if resumed and st == "training":
         return st, True
     if st in ("checkpointing", "evaluation") and col is not None and (
-            (timeline is not None and (timeline.closed(job, i, col, pos)
-                                       or timeline.ends_a_phase(job, col)))
+            (st == "evaluation" and reports_result(job.templates[col]))
+            or (timeline is not None and (timeline.closed(job, i, col, pos)
+                                          or timeline.ends_a_phase(job, col)))
             or phase_ended(job, counter, i, col, current)):
         return "training", True
     return st, False
@@ -601,7 +602,8 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
         merged = {c for c, t in enumerate(job.templates) if "<*>" in t and stages[c] != phase
                   and profile.stage_of(t) is None}
         cols = [c for c, st in enumerate(stages) if (st == phase or c in merged)
-                and not (timeline is not None and timeline.ends_a_phase(job, c))]
+                and not (timeline is not None and timeline.ends_a_phase(job, c))
+                and not (phase == "evaluation" and reports_result(job.templates[c]))]
         for i in range(job.n_nodes):
             for c in cols:
                 text = job.last_examples[i].get(c)
@@ -624,6 +626,23 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
                         return "checkpointing"
                     return phase
     return None
+
+
+#: a measured value: a metric's name, then its number ("val loss 1.5060", "eval_loss':
+#: 0.52", "lm loss value: 2.3", "accuracy = 71.2")
+_RESULT = re.compile(r"(?:\b|_)(?:loss|acc(?:uracy)?|ppl|perplexity|bleu|rouge\w*|f1|wer|score)"
+                     r"(?:\s+value)?['\"]?\s*[:=]?\s*(?:<\*>|[-+]?\d)", re.I)
+_BAR = re.compile(r"%\||\bit/s\b|\bs/it\b")
+
+
+def reports_result(template: str) -> bool:
+    """Does an evaluation line state what the evaluation measured?
+
+    Such a line is printed once the evaluation is over ("step 244: train loss 1.43, val
+    loss 1.48", Hugging Face's "{'eval_loss': 0.52, ...}", Megatron's "validation loss at
+    iteration 100 | lm loss value: 2.3"): a node whose log ends with it was no longer
+    evaluating.  A progress bar that shows a running loss is still inside the evaluation."""
+    return bool(_RESULT.search(template)) and not _BAR.search(template)
 
 
 def _after_own_count(job: ParsedJob, counter: Counter | None, timeline: Timeline | None,
