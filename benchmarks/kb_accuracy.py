@@ -30,6 +30,11 @@ guesses, so it is never silent):
    each time, ``python -m l4.cli``): median of 5 runs when every line is already in the
    knowledge base's embedding cache, and when every line is new (a fresh token per run).
 
+``--public-lines`` adds the category of the 170 labelled public failure lines of
+benchmarks/kb_public_lines.yaml, which no pattern or exemplar was written from (the
+closest measure here of failure text nobody has shown the knowledge base), next to the
+keyword baseline; it needs no ../shared data.
+
 ``--excerpts-loso`` adds the category of the NON-held-out real failure excerpts with a
 category, each with every pattern citing its source left out of the matcher and of the
 classifier (development data closest to a new user's text).
@@ -69,6 +74,7 @@ from l4 import category, kbstore, rootcause  # noqa: E402
 SALT = "l4-kb-heldout-v1"
 LABELS = ROOT / "benchmarks" / "kb_heldout_labels.yaml"
 SAME_FAULT = ROOT / "benchmarks" / "kb_same_fault.yaml"
+PUBLIC_LINES = ROOT / "benchmarks" / "kb_public_lines.yaml"
 _STOP = set(
     "the and for with from this that was are not has have had been into than then when while "
     "error errors failed failure warn info rank process call line file".split()
@@ -301,6 +307,34 @@ def excerpts_loso(kb: Path, patterns: list[dict], samples: list, excerpts: list[
             "keyword_baseline_top1": sum(bool(b) and b[0] == w for w, _, b in rows) / n}
 
 
+def public_lines(kb: Path, patterns: list[dict], path: Path = PUBLIC_LINES, *,
+                 verbose: bool = False) -> dict:
+    """Category of ``kb match`` on labelled public failure lines the library was not
+    written from (each report's lines matched as one excerpt), next to the keyword
+    baseline: how the four-way answer holds on a new user's text."""
+    items = yaml.safe_load(path.read_text(encoding="utf-8"))["lines"]
+    kw = KeywordBaseline(patterns)
+    rows = []
+    for it in items:
+        lines = [str(x) for x in it["lines"]]
+        m = rootcause.match_lines_full(lines, kb=kb, top_k=3)
+        cats = [c["category"] for c in m.categories]
+        rows.append((it["category"], cats, _cats_of(kw.rank(lines))))
+        if verbose:
+            print(f"{'ok ' if cats[:1] == [it['category']] else '-- '}[{it['category']}] "
+                  f"got {m.categories[0]} {lines[0][:90]}", file=sys.stderr)
+    n = max(len(rows), 1)
+    by: dict[str, list[int]] = {}
+    for want, cats, _ in rows:
+        by.setdefault(want, []).append(int(cats[:1] == [want]))
+    return {"n": len(rows),
+            "category_top1": sum(c[:1] == [w] for w, c, _ in rows) / n,
+            "category_top3": sum(w in c[:3] for w, c, _ in rows) / n,
+            "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(by.items())},
+            "keyword_baseline_top1": sum(b[:1] == [w] for w, _, b in rows) / n,
+            "keyword_baseline_top3": sum(w in b[:3] for w, _, b in rows) / n}
+
+
 def calibration(rows: list[tuple[dict[str, float], str]], bins: int = 10) -> dict:
     """Does "category: user (0.81)" mean right 81 % of the time?  Expected calibration
     error of the top confidence (equal-width bins), the mean top confidence of right and
@@ -477,6 +511,8 @@ def main(argv: list[str] | None = None) -> int:
                     "(development runs: the held-out figure is measured once, at the end)")
     ap.add_argument("--excerpts-loso", action="store_true", help="also: category of the "
                     "NON-held-out real excerpts with every pattern citing the excerpt's source left out")
+    ap.add_argument("--public-lines", action="store_true", help="also: category of the "
+                    "labelled public failure lines of benchmarks/kb_public_lines.yaml")
     ap.add_argument("--misses", action="store_true", help="print the leave-one-source-out "
                     "pattern misses: the first ranked pattern, the same-fault one's rank and scores")
     ap.add_argument("-v", "--verbose", action="store_true", help="per-item predictions")
@@ -486,7 +522,7 @@ def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault(
         "L4_TEMPLATES", os.path.join(tempfile.mkdtemp(prefix="l4-kb-accuracy-templates-"), "t.store")
     )
-    if not args.data.is_file():
+    if not args.data.is_file() and not args.public_lines:
         print(f"data not found: {args.data}", file=sys.stderr)
         return 2
 
@@ -498,7 +534,8 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError:
             parsed = value
         setattr(rootcause if mod == "rootcause" else category, attr, parsed)
-    excerpts = load_excerpts(args.data)
+    # the public lines are the repository's own: without ../shared only they are measured
+    excerpts = load_excerpts(args.data) if args.data.is_file() else []
     labels = yaml.safe_load(LABELS.read_text())["labels"]
     failures = [e for e in excerpts if e["kind"] == "failure"]
     held = [e for e in failures if held_out(e["id"])]
@@ -544,6 +581,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.excerpts_loso:
             result["excerpts_loso"] = excerpts_loso(kb, patterns, samples, failures,
                                                     verbose=args.verbose)
+        if args.public_lines:
+            result["public_lines"] = public_lines(kb, patterns, verbose=args.verbose)
         if args.sweep:
             grid = [{"C": c, "SHARPNESS": sh, "MATCH_GAMMA": g}
                     for c in (1.0, 4.0, 16.0) for sh in (4.0, 12.0, 30.0) for g in (0.0, 3.0, 6.0)]
@@ -643,22 +682,30 @@ def _print_text(result: dict, sweep: list | None) -> None:
         if not lo.get("patterns_only"):
             print("  category top-1 by category: " + ", ".join(
                 f"{k} {v:.0%}" for k, v in lo["ours"]["category_top1_by_category"].items()))
+    if "public_lines" in result:
+        x = result["public_lines"]
+        print(f"public failure lines never read ({x['n']}): category top-1 {x['category_top1']:.1%}, "
+              f"top-3 {x['category_top3']:.1%} (keyword baseline {x['keyword_baseline_top1']:.1%}, "
+              f"{x['keyword_baseline_top3']:.1%}); " + ", ".join(
+                  f"{k} {v:.0%}" for k, v in x["category_top1_by_category"].items()))
     if "excerpts_loso" in result:
         x = result["excerpts_loso"]
         print(f"real excerpts, leave-source-out ({x['n']} non-held-out with a category): category "
               f"top-1 {x['category_top1']:.1%}, top-3 {x['category_top3']:.1%} (keyword baseline "
               f"top-1 {x['keyword_baseline_top1']:.1%}); " + ", ".join(
                   f"{k} {v:.0%}" for k, v in x["category_top1_by_category"].items()))
-    km = result["kb_match"]
-    print(f"held-out excerpts: {km['n']} ({km['n_with_pattern']} with a labelled pattern)")
-    print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1':>9}{'pat top3':>9}")
-    for name in ("kb_match", "kb_match_no_threshold", "keyword_baseline"):
-        m = result[name]
-        print(f"{name:28}{m['category_top1']:9.1%}{m['category_top3']:9.1%}"
-              f"{m['pattern_top1']:9.1%}{m['pattern_top3']:9.1%}")
+    if result["split"]["held_out"]:
+        km = result["kb_match"]
+        print(f"held-out excerpts: {km['n']} ({km['n_with_pattern']} with a labelled pattern)")
+        print(f"{'':28}{'cat top1':>9}{'cat top3':>9}{'pat top1':>9}{'pat top3':>9}")
+        for name in ("kb_match", "kb_match_no_threshold", "keyword_baseline"):
+            m = result[name]
+            print(f"{name:28}{m['category_top1']:9.1%}{m['category_top3']:9.1%}"
+                  f"{m['pattern_top1']:9.1%}{m['pattern_top3']:9.1%}")
     ns = result["normal_silence"]
-    print(f"normal excerpts with no suggestion: {ns['silent']}/{ns['n']} ({ns['rate']:.1%}; "
-          f"keyword baseline 0%)")
+    if ns["n"]:
+        print(f"normal excerpts with no suggestion: {ns['silent']}/{ns['n']} ({ns['rate']:.1%}; "
+              f"keyword baseline 0%)")
     sec = result["seconds"]
     print(f"library embedding {sec['embed_library']:.1f} s (incl. model load), "
           f"match {sec['match_per_excerpt'] * 1000:.0f} ms/excerpt")
