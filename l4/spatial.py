@@ -47,7 +47,7 @@ from l4.oddwords import odd_node
 from l4.profiles import choose_profile
 from l4.relay import IPV4, lead_tokens, relay_origins, relayed, relays_an_address, reports_on_others
 from l4.scan import LAST_TEXT_BYTES
-from l4.severity import is_symptom
+from l4.severity import is_boilerplate, is_symptom
 
 W_SPECIFIC = 0.55
 W_MISSING = 0.2
@@ -193,8 +193,9 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         # victim from its first line: what it printed next, short of a named cause (its
         # abort, its launcher's failure summary, its scheduler's return codes), is how it
         # went down, not why the job did
-        first = waited_first(job, cross)
-        after = first[:, None] & ~echo[None, :] & (cross.severity < 1.0)[None, :]
+        first, at = waited_first(job, cross)
+        after = (first[:, None] & ~echo[None, :] & (cross.severity < 1.0)[None, :]
+                 & (job.first_pos > at[:, None]))
         contrib = np.where(after, contrib * SYMPTOM_WEIGHT, contrib)
     # one named cause outweighs a pile of echoes: the k-th strongest event counts 0.35^k
     contrib = -np.sort(-contrib, axis=1)
@@ -206,18 +207,24 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
 ECHO_FIRST = True
 
 
-def waited_first(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
-    """Per node: True when its first troubling line (severity 0.5 or more, unusual against
-    the healthy runs) echoes another's failure (``l4.severity.is_symptom``)."""
+def waited_first(job: ParsedJob, cross: CrossJobResult) -> tuple[np.ndarray, np.ndarray]:
+    """(per node: its first troubling line echoes another's failure, ``l4.severity.
+    is_symptom``; where that line is).  A troubling line is unusual against the healthy
+    runs and says something of its own: a warning that names a cause ("the network
+    addresses of (<host>, <port>) cannot be retrieved") counts, a traceback's header does
+    not (every Python exception, a victim's too, begins with one)."""
     out = np.zeros(job.n_nodes, dtype=bool)
-    severe = cross.anomalous & (cross.severity >= 0.5)[None, :]
+    at = np.full(job.n_nodes, np.iinfo(np.int64).max, dtype=np.int64)
+    worded = np.array([not is_boilerplate(t) for t in job.templates], dtype=bool)
+    trouble = cross.anomalous & ((cross.severity >= 0.15) & worded)[None, :]
     for i in range(job.n_nodes):
-        cols = np.nonzero(severe[i])[0]
+        cols = np.nonzero(trouble[i])[0]
         if not cols.size:
             continue
         c = int(cols[np.argmin(job.first_pos[i, cols])])
         out[i] = is_symptom(job.templates[c])
-    return out
+        at[i] = int(job.first_pos[i, c])
+    return out, at
 
 
 def missing_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
@@ -244,7 +251,7 @@ def _missing_beside_one(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     nothing is scored then."""
     out = np.zeros(2)
     severe = (cross.anomalous & (cross.severity >= 0.5)[None, :]).any(axis=1)
-    waited = waited_first(job, cross)
+    waited, _ = waited_first(job, cross)
     for i in (0, 1):
         if not severe[i] and waited[1 - i]:
             out[i] = 1.0

@@ -21,6 +21,8 @@ is also named by the interval that line would have reported it in.
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 
 from l4.iterations import LIBRARY_LOG, Counter
@@ -103,7 +105,55 @@ def _anchor_tracks(job: ParsedJob, counter: Counter | None, i: int,
         anchors = _anchors(track.positions[ok], track.numbers[ok])
         if len(anchors) >= MIN_INTERVALS + 1:
             out.append(anchors)
+    named = _path_anchors(job, i, anomalous, stages)
+    if named and (counter is None or all(lo <= v <= hi for _, v in named)):
+        out.append(named)
     return [a for a in out if len(a) >= 2]
+
+
+#: a checkpoint named by its step in its path: "checkpoint-25900", "global_step900",
+#: "iter_0000100", "step_15.pt"
+_STEP_NAME = re.compile(r"(?:checkpoint|ckpt|global_step|step|iter(?:ation)?)[-_]?(\d+)(?![\w-])", re.I)
+#: a line that loads the checkpoint the run goes on from
+_RESUMED = re.compile(r"\b(?:load(?:ing|ed)?|resum(?:e|es|ing|ed)|restor(?:e|es|ing|ed)|"
+                      r"continu(?:e|es|ing))\b", re.I)
+
+
+def _step_named(text: str | None) -> int | None:
+    """The step a line's checkpoint path names (its last such name), or None."""
+    found = _STEP_NAME.findall(text or "")
+    return int(found[-1]) if found else None
+
+
+def _path_anchors(job: ParsedJob, i: int, anomalous: np.ndarray,
+                  stages: list[str | None]) -> list[tuple[int, float]]:
+    """Anchors from saves that name their step only in a path ("Saving model checkpoint
+    to .../checkpoint-25900", where the masked path leaves the template no number): the
+    node's first and last such save, and before them the checkpoint the run resumed from
+    ("Loading model from .../checkpoint-25200"): a resumed run counts on from it.  Steps
+    between two anchors are counted the same way whatever saves lie between them."""
+    best: list[tuple[int, float]] = []
+    for c in np.flatnonzero(job.counts[i] >= 2).tolist():
+        if stages[c] != "checkpointing" or anomalous[i, c] or job.last_pos is None:
+            continue
+        first, last = job.examples[i].get(c), job.last_examples[i].get(c)
+        a, b = _step_named(first[1] if first else None), _step_named(last)
+        pa, pb = int(job.first_pos[i, c]), int(job.last_pos[i, c])
+        if a is None or b is None or not (a < b and 0 <= pa < pb):
+            continue
+        anchors = [(pa, float(a)), (pb, float(b))]
+        start = None
+        for r in np.flatnonzero(job.counts[i] > 0).tolist():
+            ex = job.examples[i].get(r)
+            n = _step_named(ex[1]) if ex and _RESUMED.search(job.templates[r]) else None
+            at = int(job.first_pos[i, r])
+            if n is not None and n < a and 0 <= at < pa and (start is None or at > start[0]):
+                start = (at, float(n))
+        if start is not None:
+            anchors.insert(0, start)
+        if len(anchors) > len(best):
+            best = anchors
+    return best
 
 
 def _anchors(pos: np.ndarray, num: np.ndarray) -> list[tuple[int, float]]:
@@ -130,12 +180,16 @@ def _stride(pos: np.ndarray, anchors: list[tuple[int, float]],
     back, then evaluates and saves.
     """
     ks = set()
-    for (a, va), (b, vb) in zip(anchors, anchors[1:], strict=False):
+    for n, ((a, va), (b, vb)) in enumerate(zip(anchors, anchors[1:], strict=False)):
         inside = pos[(pos > a) & (pos < b)]
         m = len(inside)
         if m == 0:
             return None
-        if m > 1 and inside[-1] - inside[0] < SPREAD * (_stretch(seq, a, b) - 1):
+        # a line first printed inside the first interval began there: what the node
+        # printed before it (a resumed run's start-up, every rank's copy of each line)
+        # passed no steps
+        since = int(inside[0]) - 1 if n == 0 and not (pos < a).any() else a
+        if m > 1 and inside[-1] - inside[0] < SPREAD * (_stretch(seq, since, b) - 1):
             return None  # a burst (every rank's copy of one line), not steps going by
         gap = vb - va
         if gap <= 0 or gap % m:
