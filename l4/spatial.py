@@ -207,6 +207,12 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
 ECHO_FIRST = True
 
 
+#: the least severity of a node's first trouble: an error, or a warning that names a cause
+#: (``l4.severity``: 0.45); a plain warning (0.15, "NCCL WARN ... Got completion from
+#: peer ...") is no start of a node's own trouble
+TROUBLE = 0.3
+
+
 def waited_first(job: ParsedJob, cross: CrossJobResult) -> tuple[np.ndarray, np.ndarray]:
     """(per node: its first troubling line echoes another's failure, ``l4.severity.
     is_symptom``; where that line is).  A troubling line is unusual against the healthy
@@ -216,7 +222,7 @@ def waited_first(job: ParsedJob, cross: CrossJobResult) -> tuple[np.ndarray, np.
     out = np.zeros(job.n_nodes, dtype=bool)
     at = np.full(job.n_nodes, np.iinfo(np.int64).max, dtype=np.int64)
     worded = np.array([not is_boilerplate(t) for t in job.templates], dtype=bool)
-    trouble = cross.anomalous & ((cross.severity >= 0.15) & worded)[None, :]
+    trouble = cross.anomalous & ((cross.severity >= TROUBLE) & worded)[None, :]
     for i in range(job.n_nodes):
         cols = np.nonzero(trouble[i])[0]
         if not cols.size:
