@@ -296,15 +296,7 @@ def excerpts_loso(kb: Path, patterns: list[dict], samples: list, excerpts: list[
         if verbose:
             print(f"{'ok ' if cats[0] == e['category'] else '-- '}{e['id']} [{e['category']}] "
                   f"got {m.categories[0]} top={[r['pattern_id'] for r in m.root_causes]}", file=sys.stderr)
-    n = max(len(rows), 1)
-    by: dict[str, list[int]] = {}
-    for want, cats, _ in rows:
-        by.setdefault(want, []).append(int(cats[0] == want))
-    return {"n": len(rows),
-            "category_top1": sum(c[0] == w for w, c, _ in rows) / n,
-            "category_top3": sum(w in c[:3] for w, c, _ in rows) / n,
-            "category_top1_by_category": {k: sum(v) / len(v) for k, v in sorted(by.items())},
-            "keyword_baseline_top1": sum(bool(b) and b[0] == w for w, _, b in rows) / n}
+    return _category_figures(rows)
 
 
 def public_lines(kb: Path, patterns: list[dict], path: Path = PUBLIC_LINES, *,
@@ -323,6 +315,12 @@ def public_lines(kb: Path, patterns: list[dict], path: Path = PUBLIC_LINES, *,
         if verbose:
             print(f"{'ok ' if cats[:1] == [it['category']] else '-- '}[{it['category']}] "
                   f"got {m.categories[0]} {lines[0][:90]}", file=sys.stderr)
+    return _category_figures(rows)
+
+
+def _category_figures(rows: list[tuple[str, list[str], list[str]]]) -> dict:
+    """Category top-1 / top-3, top-1 by category and the keyword baseline's top-1 and
+    top-3, from (wanted, l4's categories, the baseline's categories) per item."""
     n = max(len(rows), 1)
     by: dict[str, list[int]] = {}
     for want, cats, _ in rows:

@@ -87,8 +87,8 @@ def _write(job: Path, failed: bool, seed: int = 7) -> None:
     (job / "logs" / "sky-ce30-alice-worker1.log").write_text("\n".join(_worker(failed)) + "\n")
 
 
-@pytest.fixture()
-def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+def _diagnose(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """The failed job and two healthy runs of it, diagnosed through the CLI."""
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
     _write(tmp_path / "failed", True)
     _write(tmp_path / "base-0", False, 3)
@@ -97,6 +97,11 @@ def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
                                    "-b", str(tmp_path / "base-1"), "--no-prefect", "--no-kb", "-f", "json"])
     assert res.exit_code == 0, res.output
     return json.loads(res.stdout)
+
+
+@pytest.fixture()
+def report(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    return _diagnose(tmp_path, monkeypatch)
 
 
 def test_the_silent_node_is_who_the_waiting_one_waited_for(report: dict) -> None:
@@ -117,14 +122,7 @@ def test_the_waiting_node_alone_still_counts_what_it_said(
     the culprit: the head's log says training too."""
     monkeypatch.setattr(spatial, "ECHO_FIRST", False)
     monkeypatch.setattr(spatial, "_missing_beside_one", lambda job, cross: np.zeros(2))
-    monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
-    _write(tmp_path / "failed", True)
-    _write(tmp_path / "base-0", False, 3)
-    _write(tmp_path / "base-1", False, 5)
-    res = CliRunner().invoke(app, ["diagnose", str(tmp_path / "failed"), "-b", str(tmp_path / "base-0"),
-                                   "-b", str(tmp_path / "base-1"), "--no-prefect", "--no-kb", "-f", "json"])
-    assert res.exit_code == 0, res.output
-    rep = json.loads(res.stdout)
+    rep = _diagnose(tmp_path, monkeypatch)
     assert rep["nodes"][0]["node"] == "sky-ce30-alice-head"
     # read from the head's own log, its last evaluation is over all the same
     assert rep["stage"] == "training", (rep["stage"], rep["onset"])
