@@ -680,18 +680,14 @@ def _print_text(result: dict, sweep: list | None) -> None:
         if not lo.get("patterns_only"):
             print("  category top-1 by category: " + ", ".join(
                 f"{k} {v:.0%}" for k, v in lo["ours"]["category_top1_by_category"].items()))
-    if "public_lines" in result:
-        x = result["public_lines"]
-        print(f"public failure lines never read ({x['n']}): category top-1 {x['category_top1']:.1%}, "
-              f"top-3 {x['category_top3']:.1%} (keyword baseline {x['keyword_baseline_top1']:.1%}, "
-              f"{x['keyword_baseline_top3']:.1%}); " + ", ".join(
-                  f"{k} {v:.0%}" for k, v in x["category_top1_by_category"].items()))
-    if "excerpts_loso" in result:
-        x = result["excerpts_loso"]
-        print(f"real excerpts, leave-source-out ({x['n']} non-held-out with a category): category "
-              f"top-1 {x['category_top1']:.1%}, top-3 {x['category_top3']:.1%} (keyword baseline "
-              f"top-1 {x['keyword_baseline_top1']:.1%}); " + ", ".join(
-                  f"{k} {v:.0%}" for k, v in x["category_top1_by_category"].items()))
+    for key, label in (("public_lines", "public failure lines never read"),
+                       ("excerpts_loso", "real excerpts, leave-source-out (non-held-out with a category)")):
+        if key in result:
+            x = result[key]
+            print(f"{label}, {x['n']}: category top-1 {x['category_top1']:.1%}, top-3 "
+                  f"{x['category_top3']:.1%} (keyword baseline {x['keyword_baseline_top1']:.1%}, "
+                  f"{x['keyword_baseline_top3']:.1%}); " + ", ".join(
+                      f"{k} {v:.0%}" for k, v in x["category_top1_by_category"].items()))
     if result["split"]["held_out"]:
         km = result["kb_match"]
         print(f"held-out excerpts: {km['n']} ({km['n_with_pattern']} with a labelled pattern)")
