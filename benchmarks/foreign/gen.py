@@ -482,6 +482,11 @@ def make_case(seed):
     if stage == "evaluation":
         if not cfg.eval_interval or (cfg.end_iter - cfg.start_iter) < 2 * cfg.eval_interval:
             cfg.eval_interval = cfg.save_interval
+        if not any(x % cfg.eval_interval == 0 for x in range(cfg.start_iter + cfg.eval_interval, cfg.end_iter + 1)):
+            # a short resumed run can hold no evaluation at all (development seed 466): then
+            # evaluate as often as the checkpointing rule above would save
+            span = cfg.end_iter - cfg.start_iter
+            cfg.eval_interval = max(cfg.log_interval, span // 4 // cfg.log_interval * cfg.log_interval)
     if stage == "finalization" and fid == "hub_upload_5xx":
         cfg.push_to_hub = True
     cfg.world = cfg.n_nodes * cfg.rpn
