@@ -28,6 +28,7 @@ logging.getLogger("drain3").setLevel(logging.WARNING)
 SIM_TH = 0.7
 DEPTH = 4
 MAX_CHILDREN = 100
+PARAM = "<*>"  # drain3's wildcard token
 
 
 def miner_config() -> TemplateMinerConfig:
@@ -107,6 +108,29 @@ class TemplateStore:
             load_state(self.miner.drain, self.path.read_bytes(), str(self.path))
         self.dirty = False
 
+    def _covering(self, masked: str) -> LogCluster | None:
+        """The existing template that covers ``masked``, as drain3's ``match`` finds it,
+        except that a template of wildcards only covers only lines of wildcards only.
+
+        drain3 counts a ``<*>`` as matching any token and, between equal matches, prefers
+        the template with more of them.  One line that masks to nothing but parameters (a
+        bare log prefix: ``W0224 10:33:37.0 3672 run.py:793]`` with an empty message) then
+        makes a template that covers every line of its length, and it takes over the lines
+        that arrive after it: "[rank0]:done with setup ..." on one node and "[INFO]
+        HCCL_CONNECT_TIMEOUT=1200 ..." on the others became one event, and what a job's
+        events were depended on which jobs the store had seen before.
+        """
+        cluster = self.miner.match(masked, full_search_strategy="fallback")
+        if cluster is None or any(t != PARAM for t in cluster.log_template_tokens):
+            return cluster
+        drain = self.miner.drain
+        tokens = drain.get_content_as_tokens(masked)
+        if all(t == PARAM for t in tokens):
+            return cluster
+        ids = [i for i in drain.get_clusters_ids_for_seq_len(len(tokens))
+               if any(t != PARAM for t in drain.id_to_cluster[i].log_template_tokens)]
+        return drain.fast_match(ids, tokens, 1.0, include_params=True)
+
     def add(self, masked: str) -> int:
         """Cluster id for a masked line, creating or generalising a template as drain does.
 
@@ -114,7 +138,7 @@ class TemplateStore:
         similarity ignores ``<*>`` tokens, so a wildcard-heavy shape ("step <*> loss <*>")
         would otherwise never match its own cluster and get a new id on every node and job.
         """
-        cluster = self.miner.match(masked, full_search_strategy="fallback")
+        cluster = self._covering(masked)
         if cluster is not None:
             cluster.size += 1
             return int(cluster.cluster_id)
@@ -125,7 +149,7 @@ class TemplateStore:
 
     def match(self, masked: str) -> int | None:
         """Cluster id of an existing template that covers ``masked`` (no learning)."""
-        cluster = self.miner.match(masked, full_search_strategy="fallback")
+        cluster = self._covering(masked)
         return int(cluster.cluster_id) if cluster is not None else None
 
     def template(self, cluster_id: int) -> str:

@@ -34,3 +34,23 @@ def test_corrupt_store_is_a_clear_error_and_untouched(tmp_path):
     with pytest.raises(ValueError, match="unreadable"):
         TemplateStore(path)
     assert path.read_bytes() == b"not a store"
+
+
+def test_a_template_of_wildcards_only_takes_no_line_with_words(tmp_path):
+    """A bare log prefix (torchrun's ``W0224 ... run.py:793]`` with an empty message) masks
+    to wildcards only.  Its template must not swallow the lines of the same length that come
+    after it, in this job or in later ones: a job's events would depend on what the store
+    saw before."""
+    bare = "<*> <*> <*> <*>"
+    worded = ["[rank0]:done with setup ...", "[INFO] HCCL_CONNECT_TIMEOUT=<*> HCCL_EXEC_TIMEOUT=<*> HCCL_IF_IP=<*>"]
+    path = tmp_path / "t.store"
+    with open_store(path) as first:
+        wild = first.add(bare)
+        assert first.add(bare) == wild
+    with open_store(path) as later:
+        ids = [later.add(line) for line in worded]
+        assert wild not in ids and len(set(ids)) == 2
+        assert [later.add(line) for line in worded] == ids  # and they keep their own ids
+        assert [later.match(line) for line in worded] == ids
+        assert later.match(bare) == wild
+        assert later.match("three words only") is None
