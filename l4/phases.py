@@ -334,6 +334,7 @@ def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[i
     for r in range(job.n_nodes):
         seq = job.seqs[r]
         counts = job.counts[r]
+        counted = np.flatnonzero(np.isin(seq, list(counter_cols)))
         for a in phase_cols:
             at = np.nonzero(seq == a)[0]
             # periodic phases, or a one-off the loop went on after (a one-off save before
@@ -345,6 +346,11 @@ def _learn_closers(job: ParsedJob, stages: list[str | None], counter_cols: set[i
             seen: dict[int, int] = defaultdict(int)
             offset: dict[int, list[int]] = defaultdict(list)
             for p, q in zip(at.tolist(), bounds.tolist(), strict=True):
+                # the phase is over by the next step the job counts: what comes after that
+                # belongs to the loop (the next evaluation's report is no end of this save)
+                k = int(np.searchsorted(counted, p, side="right"))
+                if k < counted.size:
+                    q = min(q, int(counted[k]))
                 window = seq[p + 1: min(q, p + 1 + _WINDOW)]
                 cols, first = np.unique(window, return_index=True)
                 for c, f in zip(cols.tolist(), first.tolist(), strict=True):

@@ -148,7 +148,7 @@ def _node_stage(job: ParsedJob, stages: list[str | None], i: int, pos: int,
     if counter is not None and i in counter.firsts:
         untimed = i in counter.tracks and bool(np.isnan(counter.tracks[i][2]).all())
         counting = (set(counter.cols), set(counter.firsts[i].astype(int).tolist()),
-                    2 if untimed else 1)
+                    2 if untimed and _drawn(job, counter) else 1)
     st, col, resumed = _walk(job.seqs[i], pos, stages, said[i] if said else None, counting)
     if resumed and st == "training":
         return st, True
@@ -633,6 +633,13 @@ def phase_after(job: ParsedJob, profile: Profile, stages: list[str | None],
 _RESULT = re.compile(r"(?:\b|_)(?:loss|acc(?:uracy)?|ppl|perplexity|bleu|rouge\w*|f1|wer|score)"
                      r"(?:\s+value)?['\"]?\s*[:=]?\s*(?:<\*>|[-+]?\d)", re.I)
 _BAR = re.compile(r"%\||\bit/s\b|\bs/it\b")
+
+
+def _drawn(job: ParsedJob, counter: Counter) -> bool:
+    """Is the counter a progress bar?  A bar is redrawn on stderr while banners go to
+    stdout, so its last update can reach a ``--tee`` log after the banner that followed it;
+    a count printed as a line of its own ("iter 250: loss 1.91") arrives in order."""
+    return any(_BAR.search(job.templates[c]) for c in counter.cols)
 
 
 def reports_result(template: str) -> bool:
