@@ -18,35 +18,19 @@ called checkpointing.
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from l4.cli import app
-
-ROOT = Path(__file__).resolve().parents[1]
+from generated_cases import diagnose, generate
 
 
 @pytest.mark.parametrize("seed", [221, 262])
 def test_a_job_that_died_training_after_a_save_was_training(
         seed: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "foreign3" / "gen.py"), "--out",
-                    str(tmp_path / "cases"), "--seeds", f"{seed}..{seed}"], check=True,
-                   capture_output=True)
-    case = tmp_path / "cases" / f"case-{seed}"
-    truth = json.loads((case / "truth.json").read_text())
+    case, truth = generate("foreign3", seed, tmp_path / "cases")
     assert truth["stage"] == "training"
-    args = ["diagnose", str(case / "failed"), "--no-prefect", "--no-kb", "-f", "json"]
-    for b in truth["baselines"]:
-        args += ["-b", str(case / b)]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0, res.output
-    rep = json.loads(res.stdout)
+    rep = diagnose(case, truth)
     assert rep["stage"] == "training", (rep["stage"], rep["onset"])
     assert truth["iteration"] in [i["iteration"] for i in rep["iterations"][:3]]
     assert rep["nodes"][0]["node"] in truth["faulty_nodes"]

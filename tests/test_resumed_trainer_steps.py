@@ -14,33 +14,18 @@ checkpoint), the loss lines count every 50 steps, and the job was training at st
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from l4.cli import app
-
-ROOT = Path(__file__).resolve().parents[1]
+from generated_cases import diagnose, generate
 
 
 def test_a_resumed_runs_unnumbered_steps_count_from_its_checkpoint(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "t.drain3"))
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "foreign3" / "gen.py"), "--out",
-                    str(tmp_path / "cases"), "--seeds", "252..252"], check=True, capture_output=True)
-    case = tmp_path / "cases" / "case-252"
-    truth = json.loads((case / "truth.json").read_text())
+    case, truth = generate("foreign3", 252, tmp_path / "cases")
     assert (truth["stage"], truth["iteration"], truth["faulty_nodes"]) == ("training", 27100, ["algo-19"])
-    args = ["diagnose", str(case / "failed"), "--no-prefect", "--no-kb", "-f", "json"]
-    for b in truth["baselines"]:
-        args += ["-b", str(case / b)]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0, res.output
-    rep = json.loads(res.stdout)
+    rep = diagnose(case, truth)
     assert rep["nodes"][0]["node"] == "algo-19", rep["nodes"][:2]
     assert rep["stage"] == "training", (rep["stage"], rep["onset"])
     its = [i["iteration"] for i in rep["iterations"][:3]]

@@ -14,38 +14,20 @@ diagnosed on a new store named the culprit first.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
-
-from l4.cli import app
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _case(out: Path, seed: int) -> tuple[Path, dict]:
-    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "foreign" / "gen.py"), "--out", str(out),
-                    "--seeds", f"{seed}..{seed}"], check=True, capture_output=True)
-    case = out / f"case-{seed}"
-    return case, json.loads((case / "truth.json").read_text())
+from generated_cases import diagnose, generate
 
 
 def _nodes(case: Path, truth: dict) -> list[str]:
-    args = ["diagnose", str(case / "failed"), "--no-prefect", "--no-kb", "-f", "json"]
-    for b in truth["baselines"]:
-        args += ["-b", str(case / b)]
-    res = CliRunner().invoke(app, args)
-    assert res.exit_code == 0, res.output
-    return [n["node"] for n in json.loads(res.stdout)["nodes"][:3]]
+    return [n["node"] for n in diagnose(case, truth)["nodes"][:3]]
 
 
 def test_a_job_is_diagnosed_the_same_after_another_job(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    before, _ = _case(tmp_path, 400)
-    case, truth = _case(tmp_path, 434)
+    before, _ = generate("foreign", 400, tmp_path)
+    case, truth = generate("foreign", 434, tmp_path)
     assert truth["faulty_nodes"] == ["npu-node-272"]
     monkeypatch.setenv("L4_TEMPLATES", str(tmp_path / "fresh.drain3"))
     fresh = _nodes(case, truth)
