@@ -34,6 +34,7 @@ import numpy as np
 from l4 import category as cat
 from l4 import kbstore
 from l4.embed import embed, mask_text, model_name
+from l4.severity import is_teardown
 
 # Calibrated with benchmarks/kb_accuracy.py on the seed-side (training) excerpts and the
 # normal excerpts of real-failures.jsonl; see README "Fault knowledge base".
@@ -585,22 +586,20 @@ def _top_node(events: list[dict]) -> str | None:
 #: <host>: task 0: Exited with exit code 1", "Sending process 4002 closing signal
 #: SIGTERM", "ChildFailedError") read like its victims' echoes: they weigh as echoes.
 TEARDOWN_AS_ECHO = True
-_TEARDOWN = re.compile(
-    r"\bExited with exit code\b|\bclosing signal SIG[A-Z]+|\bfailed \(exitcode\b"
-    r"|ChildFailedError|\bkilling subprocess\b", re.I)
 
 
 def _role(ev: dict, top: str | None) -> str:
     """'symptom' for what the victims echo (the engine's flag), 'culprit' for an event the
     top node logged itself, '' when the report does not say.  With ``TEARDOWN_AS_ECHO``
-    the top node's own teardown and exit notices (``_TEARDOWN``) are 'symptom' too: every failed job prints them, whatever failed."""
+    the top node's own teardown and exit notices (``l4.severity.is_teardown``) are
+    'symptom' too: every failed job prints them, whatever failed."""
     if ev.get("symptom"):
         return "symptom"
     nodes = ev.get("nodes")
     if top is not None and isinstance(nodes, list) and nodes:
         if top not in [str(n) for n in nodes]:
             return "symptom"
-        if TEARDOWN_AS_ECHO and _TEARDOWN.search(str(ev.get("template") or "")):
+        if TEARDOWN_AS_ECHO and is_teardown(str(ev.get("template") or "")):
             return "symptom"
         return "culprit"
     return ""

@@ -198,3 +198,19 @@ _SYMPTOM = re.compile(
 def is_symptom(template: str) -> bool:
     """True for messages that usually echo another node's failure (see _SYMPTOM)."""
     return bool(_SYMPTOM.search(template))
+
+
+# A launcher's own notices that one of its workers failed and that it stops the others
+# (srun's "<host>: task 0: Exited with exit code 1", torchrun's "Sending process N closing
+# signal SIGTERM", "failed (exitcode: 1)", "ChildFailedError").  Every failed job prints
+# them on every node, so they are echoes; but they are the launcher's reaction to a worker
+# on its own node, never a sign that the node waited on a peer.
+_TEARDOWN = re.compile(
+    r"\bExited with exit code\b|\bclosing signal SIG[A-Z]+|\bfailed \(exitcode\b"
+    r"|ChildFailedError|\bkilling subprocess\b", re.I)
+
+
+@lru_cache(maxsize=65536)
+def is_teardown(template: str) -> bool:
+    """True for a launcher's notices that it saw a worker fail and stops the rest."""
+    return bool(_TEARDOWN.search(template))

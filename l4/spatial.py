@@ -47,7 +47,7 @@ from l4.oddwords import odd_node
 from l4.profiles import choose_profile
 from l4.relay import IPV4, lead_tokens, relay_origins, relayed, relays_an_address, reports_on_others
 from l4.scan import LAST_TEXT_BYTES
-from l4.severity import is_boilerplate, is_symptom
+from l4.severity import is_boilerplate, is_symptom, is_teardown
 
 W_SPECIFIC = 0.55
 W_MISSING = 0.2
@@ -205,6 +205,8 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
 
 #: whether ``specific_trouble`` reads a node whose first trouble was an echo as a victim
 ECHO_FIRST = True
+#: whether a launcher's teardown notices are passed over when finding a node's first trouble
+TEARDOWN_SKIP = True
 
 
 #: the least severity of a node's first trouble: an error, or a warning that names a cause
@@ -223,11 +225,25 @@ def waited_first(job: ParsedJob, cross: CrossJobResult) -> tuple[np.ndarray, np.
     at = np.full(job.n_nodes, np.iinfo(np.int64).max, dtype=np.int64)
     worded = np.array([not is_boilerplate(t) for t in job.templates], dtype=bool)
     trouble = cross.anomalous & ((cross.severity >= TROUBLE) & worded)[None, :]
+    # the node's own launcher stopping its workers (``is_teardown``) is its reaction to a
+    # worker of its own that failed, maybe one whose output is filtered away: an echo, but
+    # not yet a sign of waiting on a peer.  When a visible rank echoes a peer's failure
+    # while the launcher is still tearing down ("connection closed by peer" between its
+    # "closing signal SIGTERM" and its ChildFailedError), the node waited from there on;
+    # what a rank prints after the launcher's last notice is late output, not the order
+    teardown = np.array([TEARDOWN_SKIP and is_teardown(t) for t in job.templates], dtype=bool)
+    peer = np.array([is_symptom(t) for t in job.templates], dtype=bool) & ~teardown
     for i in range(job.n_nodes):
         cols = np.nonzero(trouble[i])[0]
         if not cols.size:
             continue
         c = int(cols[np.argmin(job.first_pos[i, cols])])
+        if teardown[c]:
+            ends = cols[teardown[cols]]
+            last = int(job.last_pos[i, ends].max()) if job.last_pos is not None else -1
+            echoes = cols[peer[cols] & (job.first_pos[i, cols] < last)]
+            if echoes.size:
+                c = int(echoes[np.argmin(job.first_pos[i, echoes])])
         out[i] = is_symptom(job.templates[c])
         at[i] = int(job.first_pos[i, c])
     return out, at
@@ -242,6 +258,10 @@ def missing_symptom(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     if n < 3:
         return np.zeros(n)
     widespread = _widespread(cross)
+    if TEARDOWN_SKIP:
+        # a launcher that stopped no workers (all of its own had failed already) prints no
+        # "closing signal SIGTERM" and lists no stopped worker in its failure summary
+        widespread &= ~_launcher_bookkeeping(job.templates)
     if not widespread.any():
         return np.zeros(n)
     counts = job.counts[:, widespread]
@@ -262,6 +282,18 @@ def _missing_beside_one(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
         if not severe[i] and waited[1 - i]:
             out[i] = 1.0
     return out
+
+
+def _launcher_bookkeeping(templates: list[str]) -> np.ndarray:
+    """Per event: a launcher's notice of stopping its remaining workers, or its failure
+    summary's entry for one it stopped ("exitcode : -15 (pid: N) (SIGTERM)", "error_file:
+    <N/A>").  How many workers a launcher had left to stop (none, when all of its own had
+    failed already) says nothing of its node."""
+    return np.array([is_teardown(t) or "sigterm" in t.lower() or _NO_ERROR_FILE.search(t) is not None
+                     for t in templates], dtype=bool)
+
+
+_NO_ERROR_FILE = re.compile(r"^\s*error_file\s*:\s*<N/A>\s*$")
 
 
 def _widespread(cross: CrossJobResult) -> np.ndarray:
@@ -811,6 +843,8 @@ def rank_nodes(job: ParsedJob, cross: CrossJobResult, seed: int = 0,
     ends = job.node_last_ts - clock_offsets(job, cross)
     stop = _normalise(stopped_first(job, cross, ends))
     kept = cross.kept
+    if TEARDOWN_SKIP:  # how many workers each launcher had left to stop: no node's trait
+        kept = kept & ~_launcher_bookkeeping(job.templates)
     feats = np.log1p(cross.excess[:, kept]) if kept.any() else np.zeros((n, 0))
     extra = np.stack([stop, miss], axis=1)
     iso = iforest_scores(np.hstack([feats, extra]), seed=seed)
