@@ -205,7 +205,8 @@ def specific_trouble(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
 
 #: whether ``specific_trouble`` reads a node whose first trouble was an echo as a victim
 ECHO_FIRST = True
-#: whether a launcher's teardown notices are passed over when finding a node's first trouble
+#: whether a launcher's bookkeeping (``_launcher_bookkeeping``) is kept out of what sets
+#: nodes apart (missing symptoms, the Isolation Forest's counts) and out of "waited first"
 TEARDOWN_SKIP = True
 
 
@@ -284,16 +285,19 @@ def _missing_beside_one(job: ParsedJob, cross: CrossJobResult) -> np.ndarray:
     return out
 
 
+#: a launcher's failure summary entry for a worker that left no error file (one it stopped)
+_NO_ERROR_FILE = re.compile(r"^\s*error_file\s*:\s*<N/A>\s*$")
+
+
 def _launcher_bookkeeping(templates: list[str]) -> np.ndarray:
     """Per event: a launcher's notice of stopping its remaining workers, or its failure
     summary's entry for one it stopped ("exitcode : -15 (pid: N) (SIGTERM)", "error_file:
-    <N/A>").  How many workers a launcher had left to stop (none, when all of its own had
-    failed already) says nothing of its node."""
+    <N/A>"); any line naming SIGTERM counts, as a signal that every node of a job receives
+    (a preemption's "Received SIGTERM death signal") sets none apart either.  How many
+    workers a launcher had left to stop (none, when all of its own had failed already)
+    says nothing of its node."""
     return np.array([is_teardown(t) or "sigterm" in t.lower() or _NO_ERROR_FILE.search(t) is not None
                      for t in templates], dtype=bool)
-
-
-_NO_ERROR_FILE = re.compile(r"^\s*error_file\s*:\s*<N/A>\s*$")
 
 
 def _widespread(cross: CrossJobResult) -> np.ndarray:
